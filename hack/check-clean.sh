@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Fails, saying what is left, unless the local cluster left nothing behind: no state dir, no
+# process bound to it, no mounts or network namespaces under it, no pod cgroups, no bridge, no
+# FORWARD rules of ours, no kube-proxy chains.
+set -uo pipefail
+. "$(dirname "$0")/versions.sh"
+D=$MTO_STATE
+left=()
+[ -e "$D" ] && left+=("state dir $D")
+for p in /proc/[0-9]*; do
+  cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+  case "$cmd" in
+    *"$MTO_BIN/"* | *"$D/"*) left+=("process ${p#/proc/}: ${cmd:0:120}") ;;
+  esac
+done
+awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/mounts | while read -r m; do echo "mount $m"; done >/tmp/mto-left.$$
+while read -r l; do left+=("$l"); done </tmp/mto-left.$$
+rm -f /tmp/mto-left.$$
+for dir in /sys/fs/cgroup/*/kubepods; do [ -d "$dir" ] && left+=("cgroup $dir"); done
+ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
+ip -o link show type veth 2>/dev/null | grep -q "master $BRIDGE" && left+=("veths on $BRIDGE")
+iptables -S FORWARD 2>/dev/null | grep -q -- "--comment $IPT_COMMENT" && left+=("iptables FORWARD rules")
+for t in filter nat; do
+  iptables -t "$t" -S 2>/dev/null | grep -q -- '-N KUBE-' && left+=("kube-proxy chains in $t")
+done
+if [ ${#left[@]} -gt 0 ]; then
+  printf 'left behind: %s\n' "${left[@]}" >&2
+  exit 1
+fi
+echo "clean: nothing of the local cluster is left"

@@ -1,0 +1,17 @@
+# Pinned versions and the cache layout, sourced by every hack/ script.
+# kubelet 1.34 is the last minor that supports containerd 1.x (Debian bookworm) and cgroup v1
+# without opting out of a failing default; see docs/local-cluster.md.
+K8S_VERSION=${K8S_VERSION:-1.34.4}
+HELM_VERSION=${HELM_VERSION:-v3.19.5}
+MTO_CACHE=${MTO_CACHE:-$HOME/.cache/mcp-task-operator}
+MTO_BIN=${MTO_BIN:-$MTO_CACHE/k8s-v$K8S_VERSION}
+REPO_ROOT=${REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# Everything a running cluster owns lives under MTO_STATE; `make cluster-down` removes it.
+MTO_STATE=${MTO_STATE:-$REPO_ROOT/.state}
+# Addresses: the control plane binds loopback and the bridge; pods live on the bridge only.
+NODE_NAME=node1
+NODE_IP=10.244.0.1
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+BRIDGE=mto0
+IPT_COMMENT=mcp-task-operator

@@ -1,0 +1,141 @@
+//! Helpers shared by every integration and end-to-end test: a client for the local cluster, a
+//! fresh namespace per test (dumped on failure, deleted afterwards), kubectl, and waiting.
+//!
+//! The cluster is the one `make cluster-up` starts; `make test` exports `KUBECONFIG` for it.
+
+use std::{future::Future, panic::AssertUnwindSafe, process::Output, time::Duration};
+
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use kube::{
+    Api, Client, Config, Resource,
+    api::{DeleteParams, ListParams, LogParams, PostParams},
+    config::KubeConfigOptions,
+    runtime::wait::{Condition, await_condition},
+};
+use rand::Rng;
+use serde::de::DeserializeOwned;
+
+/// Label put on every namespace a test creates, so leftovers can be deleted in bulk.
+pub const TEST_NS_LABEL: &str = "mcptasks.io/test";
+
+/// A client for the local cluster, from `KUBECONFIG`.
+///
+/// Panics with a hint when no kubeconfig is set: integration tests only make sense against the
+/// cluster `make cluster-up` starts.
+pub async fn client() -> Client {
+    let path = std::env::var("KUBECONFIG")
+        .expect("KUBECONFIG is not set: run the integration tests through `make test`");
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path)
+        .unwrap_or_else(|e| panic!("cannot read kubeconfig {path}: {e}"));
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig is valid");
+    Client::try_from(config).expect("client builds from kubeconfig")
+}
+
+/// Runs `test` in a fresh namespace named `<prefix>-<random>`.
+///
+/// On a panic the namespace's pods, their logs and its Events are printed before the panic is
+/// resumed; the namespace is deleted either way (set `MTO_KEEP_NS=1` to keep it).
+pub async fn with_temp_ns<F, Fut>(prefix: &str, test: F)
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let client = client().await;
+    let suffix: String = (0..6)
+        .map(|_| char::from(b'a' + rand::rng().random_range(0..26u8)))
+        .collect();
+    let name = format!("{prefix}-{suffix}");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.clone());
+    ns.metadata.labels = Some([(TEST_NS_LABEL.to_string(), prefix.to_string())].into());
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create namespace {name}: {e}"));
+    wait_for_default_service_account(&client, &name).await;
+
+    let outcome = AssertUnwindSafe(test(client.clone(), name.clone()))
+        .catch_unwind()
+        .await;
+    if outcome.is_err() {
+        dump_namespace(&client, &name).await;
+    }
+    if std::env::var_os("MTO_KEEP_NS").is_none() {
+        let _ = namespaces.delete(&name, &DeleteParams::background()).await;
+    }
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Pods are refused until the service-account controller has made `default` in a new namespace.
+async fn wait_for_default_service_account(client: &Client, ns: &str) {
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), ns);
+    for _ in 0..300 {
+        if accounts.get_opt("default").await.ok().flatten().is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("namespace {ns} got no default ServiceAccount in 30 s");
+}
+
+/// Prints a namespace's pods (with logs) and Events, for a failing test's output.
+pub async fn dump_namespace(client: &Client, ns: &str) {
+    eprintln!("==== namespace {ns} after a failure ====");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    if let Ok(list) = pods.list(&ListParams::default()).await {
+        for pod in list {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let status = serde_json::to_string(&pod.status).unwrap_or_default();
+            eprintln!("---- pod {name}: {status}");
+            if let Ok(logs) = pods.logs(&name, &LogParams::default()).await {
+                eprintln!("{logs}");
+            }
+        }
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    if let Ok(list) = events.list(&ListParams::default()).await {
+        for e in list {
+            eprintln!(
+                "event {} {}/{}: {} {}",
+                e.type_.unwrap_or_default(),
+                e.involved_object.kind.unwrap_or_default(),
+                e.involved_object.name.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// Waits until `condition` holds for the named object, or panics after `timeout`.
+pub async fn wait_for<K, C>(api: &Api<K>, name: &str, condition: C, timeout: Duration) -> K
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    C: Condition<K>,
+{
+    let waited = tokio::time::timeout(timeout, await_condition(api.clone(), name, condition)).await;
+    match waited {
+        Ok(Ok(Some(obj))) => obj,
+        Ok(Ok(None)) => panic!("{name} was deleted while waiting"),
+        Ok(Err(e)) => panic!("watching {name} failed: {e}"),
+        Err(_) => {
+            let last = api.get_opt(name).await.ok().flatten();
+            panic!("{name} did not reach the condition in {timeout:?}; last seen: {last:?}")
+        }
+    }
+}
+
+/// Runs `kubectl` (the one `make` put on `PATH`) against the test cluster.
+pub fn kubectl(args: &[&str]) -> Output {
+    std::process::Command::new("kubectl")
+        .args(args)
+        .output()
+        .expect("kubectl runs (make puts the cluster's kubectl on PATH)")
+}
