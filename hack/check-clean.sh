@@ -10,7 +10,7 @@ left=()
 for p in /proc/[0-9]*; do
   cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
   case "$cmd" in
-    *"$MTO_BIN/"* | *"$D/"*) left+=("process ${p#/proc/}: ${cmd:0:120}") ;;
+    *"$D/"*) left+=("process ${p#/proc/}: ${cmd:0:120}") ;;
   esac
 done
 awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/mounts | while read -r m; do echo "mount $m"; done >/tmp/mto-left.$$
@@ -20,8 +20,10 @@ for dir in /sys/fs/cgroup/*/kubepods; do [ -d "$dir" ] && left+=("cgroup $dir");
 ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
 ip -o link show type veth 2>/dev/null | grep -q "master $BRIDGE" && left+=("veths on $BRIDGE")
 iptables -S FORWARD 2>/dev/null | grep -q -- "--comment $IPT_COMMENT" && left+=("iptables FORWARD rules")
-for t in filter nat; do
-  iptables -t "$t" -S 2>/dev/null | grep -q -- '-N KUBE-' && left+=("kube-proxy chains in $t")
+for ipt in iptables ip6tables; do
+  for t in filter nat mangle; do
+    "$ipt" -t "$t" -S 2>/dev/null | grep -q -- '-N KUBE-' && left+=("$ipt KUBE-* chains in $t")
+  done
 done
 if [ ${#left[@]} -gt 0 ]; then
   printf 'left behind: %s\n' "${left[@]}" >&2

@@ -8,7 +8,6 @@ set -uo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
 D=$MTO_STATE
-[ -d "$D" ] || { ip link show "$BRIDGE" >/dev/null 2>&1 || exit 0; }
 
 # kill_pidfile NAME: TERM, then KILL after 10 s; only if the PID still runs the binary we started.
 kill_pidfile() {
@@ -56,8 +55,19 @@ for dir in $(kubepods_dirs); do
   find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
-# Networking: kube-proxy's chains, our FORWARD rules, the bridge (its veths went with the netns).
+# Networking: the KUBE-* chains of kube-proxy and the kubelet, our FORWARD rules, the bridge
+# (its veths went with the netns).
 [ -x "$MTO_BIN/kube-proxy" ] && "$MTO_BIN/kube-proxy" --cleanup >/dev/null 2>&1
+for ipt in iptables ip6tables; do
+  for t in filter nat mangle; do
+    # Rules in built-in chains that jump to a KUBE-* chain, then the chains themselves.
+    "$ipt" -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' | grep -vE '^-A KUBE-' |
+      while read -r rule; do eval "$ipt -t $t ${rule/-A/-D}" 2>/dev/null; done
+    chains=$("$ipt" -t "$t" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}')
+    for c in $chains; do "$ipt" -t "$t" -F "$c" 2>/dev/null; done
+    for c in $chains; do "$ipt" -t "$t" -X "$c" 2>/dev/null; done
+  done
+done
 for rule in "-s $POD_CIDR ! -d $POD_CIDR" "-d $POD_CIDR ! -s $POD_CIDR"; do
   # shellcheck disable=SC2086
   while iptables -D FORWARD $rule -m comment --comment "$IPT_COMMENT" -j DROP 2>/dev/null; do :; done

@@ -28,7 +28,7 @@ fi
 
 "$HACK/deps.sh"
 "$HACK/build-k8s.sh"
-"$HACK/images.sh" base
+BASE_IMAGES=$("$HACK/images.sh" base)
 
 mkdir -p "$D"/{pids,logs,etcd,kubelet/root,pod-logs,containerd/cni-conf,containerd/ipam}
 P=$D/pki
@@ -115,7 +115,7 @@ cat >"$C/cni-conf/10-mto.conflist" <<CNI
 CNI
 start containerd containerd --config "$C/config.toml"
 wait_until 20 containerd test -S "$C/containerd.sock"
-for img in "$MTO_CACHE"/images/base/*.tar; do
+for img in "$BASE_IMAGES"/*.tar; do
   ctr --address "$C/containerd.sock" -n k8s.io images import "$img" >/dev/null
 done
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds OCI image archives with hack/mkimage.py (no registry, no Docker engine) and, when a
 # cluster is running, imports them into its containerd as localhost/<name>:<tag>.
-#   images.sh base                  pause (the pod sandbox) and busybox, cached under $MTO_CACHE
+#   images.sh base                  pause (the pod sandbox), busybox and toolbox (busybox + curl);
+#                                   prints the directory holding their archives
 #   images.sh build REF [mkimage options...]   any image, e.g.
 #       images.sh build localhost/sleepy:v1 --busybox --copy tool.sh:/tool.sh --entrypoint /tool.sh
 set -euo pipefail
@@ -18,7 +19,9 @@ import() {
 
 case "${1:-}" in
 base)
-  out=$MTO_CACHE/images/base
+  # Keyed by the recipe, so a changed builder rebuilds the base images.
+  key=$(cat "$HACK/mkimage.py" "$HACK/pause/pause.c" "$0" | sha256sum | cut -c1-12)
+  out=$MTO_CACHE/images/base-$key
   mkdir -p "$out"
   if [ ! -f "$out/pause.tar" ]; then
     tmp=$(mktemp -d)
@@ -29,6 +32,11 @@ base)
   fi
   [ -f "$out/busybox.tar" ] ||
     python3 "$HACK/mkimage.py" localhost/busybox:1.35 "$out/busybox.tar" --busybox --cmd sh >/dev/null
+  # busybox plus curl, for tests that need a TLS client that verifies certificates.
+  [ -f "$out/toolbox.tar" ] ||
+    python3 "$HACK/mkimage.py" localhost/toolbox:v1 "$out/toolbox.tar" --busybox \
+      --binary /usr/bin/curl:/usr/bin/curl --cmd sh >/dev/null
+  echo "$out"
   ;;
 build)
   ref=${2:?image reference}

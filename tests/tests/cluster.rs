@@ -8,15 +8,17 @@ use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
 use kube::{
     Api,
     api::{ListParams, LogParams, Patch, PatchParams, PostParams},
-    runtime::{conditions, wait::Condition},
+    runtime::wait::Condition,
 };
 use mcp_task_operator_tests::{wait_for, with_temp_ns};
 use serde_json::json;
 
 const BUSYBOX: &str = "localhost/busybox:1.35";
+/// busybox plus curl, built by `hack/images.sh base`.
+const TOOLBOX: &str = "localhost/toolbox:v1";
 
-/// A Job whose one pod runs `script` in busybox, never retried.
-fn job(name: &str, script: &str) -> Job {
+/// A Job whose one pod runs `script` in `image`, never retried.
+fn job(name: &str, image: &str, script: &str) -> Job {
     serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {
@@ -24,7 +26,7 @@ fn job(name: &str, script: &str) -> Job {
             "template": {"spec": {
                 "restartPolicy": "Never",
                 "containers": [{
-                    "name": "main", "image": BUSYBOX, "imagePullPolicy": "Never",
+                    "name": "main", "image": image, "imagePullPolicy": "Never",
                     "command": ["sh", "-c", script],
                 }],
             }},
@@ -37,12 +39,32 @@ fn job(name: &str, script: &str) -> Job {
 async fn job_pod(pods: &Api<Pod>, job: &str) -> Pod {
     let lp = ListParams::default().labels(&format!("job-name={job}"));
     for _ in 0..300 {
-        if let Some(pod) = pods.list(&lp).await.expect("list pods").items.into_iter().next() {
+        if let Some(pod) = pods
+            .list(&lp)
+            .await
+            .expect("list pods")
+            .items
+            .into_iter()
+            .next()
+        {
             return pod;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("job {job} made no pod in 30 s");
+}
+
+/// A Job that completed or failed: either way its pod's logs tell the story.
+fn job_finished() -> impl Condition<Job> {
+    |job: Option<&Job>| {
+        job.and_then(|j| j.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conds| {
+                conds
+                    .iter()
+                    .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+            })
+    }
 }
 
 fn pod_running() -> impl Condition<Pod> {
@@ -58,18 +80,27 @@ async fn job_from_local_image_completes_and_its_logs_are_read_through_the_api() 
     with_temp_ns("smoke-job", |client, ns| async move {
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let script = "for i in 1 2 3; do echo line $i; done; echo done >&2";
-        jobs.create(&PostParams::default(), &job("hello", script)).await.expect("create job");
+        let script = "for i in 1 2 3; do echo line $i; done";
+        jobs.create(&PostParams::default(), &job("hello", BUSYBOX, script))
+            .await
+            .expect("create job");
 
-        wait_for(&jobs, "hello", conditions::is_job_completed(), Duration::from_secs(120)).await;
+        wait_for(&jobs, "hello", job_finished(), Duration::from_secs(120)).await;
         let pod = job_pod(&pods, "hello").await;
         let logs = pods
-            .logs(pod.metadata.name.as_deref().expect("pod has a name"), &LogParams::default())
+            .logs(
+                pod.metadata.name.as_deref().expect("pod has a name"),
+                &LogParams::default(),
+            )
             .await
             .expect("read pod logs through the API server");
-        assert_eq!(logs, "line 1\nline 2\nline 3\ndone\n");
+        assert_eq!(logs, "line 1\nline 2\nline 3\n");
         let exit = pod.status.and_then(|s| s.container_statuses).and_then(|c| {
-            c[0].state.as_ref()?.terminated.as_ref().map(|t| t.exit_code)
+            c[0].state
+                .as_ref()?
+                .terminated
+                .as_ref()
+                .map(|t| t.exit_code)
         });
         assert_eq!(exit, Some(0));
     })
@@ -101,15 +132,27 @@ async fn pod_annotation_change_reaches_the_container_through_a_downward_api_volu
             },
         }))
         .expect("pod fixture is valid");
-        pods.create(&PostParams::default(), &pod).await.expect("create pod");
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod");
         wait_for(&pods, "watcher", pod_running(), Duration::from_secs(120)).await;
 
         let mut lines = pods
-            .log_stream("watcher", &LogParams { follow: true, ..LogParams::default() })
+            .log_stream(
+                "watcher",
+                &LogParams {
+                    follow: true,
+                    ..LogParams::default()
+                },
+            )
             .await
             .expect("follow logs")
             .lines();
-        let first = lines.try_next().await.expect("read log").expect("a first line");
+        let first = lines
+            .try_next()
+            .await
+            .expect("read log")
+            .expect("a first line");
         assert_eq!(first, "value=initial");
 
         let mut samples = Vec::new();
@@ -129,10 +172,15 @@ async fn pod_annotation_change_reaches_the_container_through_a_downward_api_volu
                 panic!("log stream ended before {value} was seen");
             })
             .await;
-            assert!(seen.is_ok(), "the container never saw annotation value {value}");
+            assert!(
+                seen.is_ok(),
+                "the container never saw annotation value {value}"
+            );
             samples.push(sent.elapsed());
         }
-        println!("downward-API refresh latency (annotation patch -> file in container): {samples:?}");
+        println!(
+            "downward-API refresh latency (annotation patch -> file in container): {samples:?}"
+        );
     })
     .await;
 }
@@ -143,28 +191,41 @@ async fn pod_reaches_the_api_server_through_the_kubernetes_service_and_nothing_e
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         // /api needs an authenticated caller, so a 200 proves the Service routes to the API
-        // server and the service-account token is accepted. `ip route` shows the pod has no
-        // default route: the bridge subnet and the Service range are all it can reach.
+        // server, its certificate verifies against the cluster CA and the service-account
+        // token is accepted. `ip route` shows the pod has no default route: the bridge subnet
+        // and the Service range are all it can reach.
         let script = r#"set -e
+            sa=/var/run/secrets/kubernetes.io/serviceaccount
             echo "service=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
-            token=$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)
-            wget -q -O - --no-check-certificate --header "Authorization: Bearer $token" \
+            curl -sS --fail --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/token)" \
               "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api"; echo
             ip route | sed 's/^/route: /'"#;
-        jobs.create(&PostParams::default(), &job("reach-api", script)).await.expect("create job");
-        wait_for(&jobs, "reach-api", conditions::is_job_completed(), Duration::from_secs(120))
-            .await;
+        jobs.create(&PostParams::default(), &job("reach-api", TOOLBOX, script))
+            .await
+            .expect("create job");
+        wait_for(&jobs, "reach-api", job_finished(), Duration::from_secs(120)).await;
         let pod = job_pod(&pods, "reach-api").await;
         let logs = pods
-            .logs(pod.metadata.name.as_deref().expect("pod has a name"), &LogParams::default())
+            .logs(
+                pod.metadata.name.as_deref().expect("pod has a name"),
+                &LogParams::default(),
+            )
             .await
             .expect("read pod logs");
         assert!(logs.contains("service=10.96.0.1:443"), "{logs}");
-        assert!(logs.contains(r#""kind":"APIVersions""#), "{logs}");
+        assert!(logs.contains(r#""kind": "APIVersions""#), "{logs}");
         let routes: Vec<&str> = logs.lines().filter(|l| l.starts_with("route: ")).collect();
         assert!(!routes.is_empty(), "{logs}");
-        assert!(routes.iter().all(|r| !r.contains("default")), "pod has a default route: {routes:?}");
-        assert!(routes.iter().any(|r| r.contains("10.96.0.0/16 via 10.244.0.1")), "{routes:?}");
+        assert!(
+            routes.iter().all(|r| !r.contains("default")),
+            "pod has a default route: {routes:?}"
+        );
+        assert!(
+            routes
+                .iter()
+                .any(|r| r.contains("10.96.0.0/16 via 10.244.0.1")),
+            "{routes:?}"
+        );
     })
     .await;
 }
