@@ -1,8 +1,24 @@
 //! The mcp-task-operator API: the `McpTool` and `McpTask` custom resources.
 //!
 //! This crate holds no client calls and no async runtime: it is the shared vocabulary of the
-//! front end, the operator and the tests.
+//! front end, the operator and the tests. [`wire`] maps an `McpTask` to the MCP Tasks extension's
+//! JSON; [`task_id`] mints task IDs.
 #![deny(missing_docs)]
+
+pub mod generate;
+pub mod mcp_task;
+pub mod mcp_tool;
+mod schema;
+pub mod start_input;
+pub mod task_id;
+pub mod task_status;
+pub mod wire;
+
+pub use generate::crds;
+pub use mcp_task::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTaskSpec, McpTaskStatus};
+pub use mcp_tool::{McpTool, McpToolSpec, McpToolStatus, TaskSupport, ToolAnnotations};
+pub use start_input::{ElicitationMode, ElicitationParams, StartInput, StartInputMethod};
+pub use task_status::{TaskError, TaskStatus};
 
 /// API group of every custom resource in this crate.
 pub const GROUP: &str = "mcptasks.io";

@@ -14,7 +14,7 @@ use kube::{
     runtime::wait::{Condition, await_condition},
 };
 use rand::Rng;
-use serde::de::DeserializeOwned;
+use serde::{Deserialize, de::DeserializeOwned};
 
 /// Label put on every namespace a test creates, so leftovers can be deleted in bulk.
 pub const TEST_NS_LABEL: &str = "mcptasks.io/test";
@@ -138,4 +138,49 @@ pub fn kubectl(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("kubectl runs (make puts the cluster's kubectl on PATH)")
+}
+
+/// Field manager of every object the tests server-side apply.
+pub const TEST_FIELD_MANAGER: &str = "mcp-task-operator-tests";
+
+/// Installs the committed CRDs (every file in `crds/yaml/`) by server-side apply and waits until
+/// each is Established, so tests run against exactly what `make generate` produced.
+///
+/// Safe to call from every test: applying an unchanged CRD is a no-op.
+pub async fn ensure_crds(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    use kube::runtime::wait::conditions::is_crd_established;
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds/yaml");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no CRD YAML in {}: run hack/generate.sh",
+        dir.display()
+    );
+
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for path in files {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let crd = CustomResourceDefinition::deserialize(document)
+                .unwrap_or_else(|e| panic!("{} holds an invalid CRD: {e}", path.display()));
+            let name = crd.metadata.name.clone().expect("CRD has a name");
+            crds.patch(
+                &name,
+                &PatchParams::apply(TEST_FIELD_MANAGER).force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("cannot apply CRD {name}: {e}"));
+            wait_for(&crds, &name, is_crd_established(), Duration::from_secs(30)).await;
+        }
+    }
 }

@@ -1,0 +1,283 @@
+//! The `McpTool` custom resource: one MCP tool, run as a container image for every call.
+//!
+//! Holds the spec (what `tools/list` shows and how a call becomes a Job), its defaults, the status
+//! the operator reports, and the lookups the front end and the operator share.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{schema, start_input::StartInput};
+
+/// Name of the container that runs the tool when the pod template has more than one.
+pub const TOOL_CONTAINER_NAME: &str = "tool";
+/// Default `spec.ttlMs`: tasks are kept for one hour after creation.
+pub const DEFAULT_TTL_MS: i64 = 3_600_000;
+/// Default `spec.pollIntervalMs`: clients are asked to poll every two seconds.
+pub const DEFAULT_POLL_INTERVAL_MS: i64 = 2_000;
+/// Default `spec.syncTimeoutSeconds`: a synchronous call waits up to one minute.
+pub const DEFAULT_SYNC_TIMEOUT_SECONDS: i64 = 60;
+/// Default `spec.cancelGracePeriodSeconds`: a cancelled container has 30 s to stop by itself.
+pub const DEFAULT_CANCEL_GRACE_PERIOD_SECONDS: i64 = 30;
+/// Type of the condition that says whether the front end offers the tool.
+pub const READY_CONDITION: &str = "Ready";
+
+/// One MCP tool: its description as `tools/list` shows it, and the pod that runs each call.
+///
+/// The front end lists the tool once the operator has validated it (condition `Ready`); every
+/// `tools/call` of it becomes an `McpTask` and a Job built from `template`.
+// NB: clippy reads the repeated `type_ = "string"` of the printcolumns as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug)]
+#[kube(
+    group = "mcptasks.io",
+    version = "v1alpha1",
+    kind = "McpTool",
+    namespaced,
+    status = "McpToolStatus",
+    shortname = "mtool",
+    category = "mcp",
+    doc = "McpTool registers one MCP tool: its name, description and JSON Schemas as tools/list \
+           shows them, and the pod template that runs each call of it as a Kubernetes Job.",
+    printcolumn(
+        name = "MCP Name",
+        type_ = "string",
+        description = "Name of the tool in MCP (spec.name, or metadata.name when unset)",
+        json_path = ".status.mcpName"
+    ),
+    printcolumn(
+        name = "Image",
+        type_ = "string",
+        description = "Image of the tool container",
+        json_path = ".status.image"
+    ),
+    printcolumn(
+        name = "Tasks",
+        type_ = "string",
+        description = "Whether calls run as MCP tasks: required, optional or forbidden",
+        json_path = ".spec.taskSupport"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        description = "Whether the front end offers the tool",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolSpec {
+    /// Name of the tool in MCP (`tools/list`, `tools/call`): 1 to 128 characters of letters,
+    /// digits, `_`, `-` and `.`. Defaults to metadata.name; set it when the MCP name holds
+    /// characters an object name cannot, such as `restock_report`. Must be unique in the
+    /// namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]{1,128}$"))]
+    pub name: Option<String>,
+
+    /// Human-readable name shown to users instead of the MCP name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+
+    /// What the tool does, for the model and the user: when to call it and what it returns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+
+    /// JSON Schema of the tool's arguments (draft 2020-12 unless $schema says otherwise). The
+    /// root must be `type: object`. The front end refuses a call whose arguments do not match.
+    #[schemars(schema_with = "schema::object_json_schema")]
+    pub input_schema: Map<String, Value>,
+
+    /// JSON Schema of the tool's structuredContent, when it returns any. The root must be
+    /// `type: object`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::object_json_schema")]
+    pub output_schema: Option<Map<String, Value>>,
+
+    /// MCP tool annotations: hints to clients about the tool's behaviour. They are not
+    /// enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+
+    /// Pod template of the Job that runs each call. The tool runs in the container named
+    /// `tool`, or in the only container when there is one; every container needs an image.
+    /// The operator adds the task's environment (MCP_TASK_ID, MCP_TOOL_NAME,
+    /// MCP_TOOL_ARGUMENTS, MCP_START_INPUTS) and the /var/run/mcp volume to the tool container.
+    #[x_kube(
+        validation = Rule::new("has(self.spec)").message("template.spec is required"),
+        validation = Rule::new(
+            "!has(self.spec) || size(self.spec.containers) == 1 || self.spec.containers.exists(c, c.name == 'tool')"
+        ).message("a template with more than one container must have one named 'tool'"),
+        validation = Rule::new(
+            "!has(self.spec) || self.spec.containers.all(c, has(c.image) && size(c.image) > 0)"
+        ).message("every container in template.spec.containers needs an image")
+    )]
+    pub template: PodTemplateSpec,
+
+    /// How calls run: `required` (a client that declares the MCP tasks extension gets a task,
+    /// any other gets error -32021), `optional` (declaring clients get a task, others wait for
+    /// the result for up to syncTimeoutSeconds) or `forbidden` (every client waits for the
+    /// result). Defaults to optional.
+    #[serde(default)]
+    pub task_support: TaskSupport,
+
+    /// How long a synchronous call waits for its result, in seconds (1 to 3600; default 60).
+    /// A call that takes longer ends with an error result.
+    #[serde(default = "default_sync_timeout_seconds")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub sync_timeout_seconds: i64,
+
+    /// How long each task of this tool is kept, in milliseconds from its creation (default
+    /// 3600000, one hour). The task and its Job are deleted afterwards. 0 means unlimited: the
+    /// task is kept until someone deletes it.
+    #[serde(default = "default_ttl_ms")]
+    #[schemars(range(min = 0))]
+    pub ttl_ms: i64,
+
+    /// Polling interval suggested to clients, in milliseconds (at least 1; default 2000).
+    #[serde(default = "default_poll_interval_ms")]
+    #[schemars(range(min = 1))]
+    pub poll_interval_ms: i64,
+
+    /// Limit on the run time of each call's Job, in seconds (the Job's activeDeadlineSeconds).
+    /// A task that runs longer fails. Unset means no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+
+    /// How long a tool container may keep running after a cancel request before its pod is
+    /// deleted, in seconds (default 30).
+    #[serde(default = "default_cancel_grace_period_seconds")]
+    #[schemars(range(min = 0))]
+    pub cancel_grace_period_seconds: i64,
+
+    /// Questions the front end asks the client before any task exists (MCP multi round-trip
+    /// input requests, such as a confirmation), keyed by a name of your choice (at most 16).
+    /// The answers reach the container as JSON in MCP_START_INPUTS, under the same keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 16))]
+    #[x_kube(validation = Rule::new(
+        "self.all(k, k.matches('^[A-Za-z0-9_.-]{1,64}$'))"
+    ).message("startInputs keys must be 1 to 64 letters, digits, '_', '-' or '.'"))]
+    pub start_inputs: Option<BTreeMap<String, StartInput>>,
+}
+
+/// Whether calls of a tool run as MCP tasks.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Only clients that declare the tasks extension may call the tool; they get a task.
+    Required,
+    /// Declaring clients get a task; others get the result synchronously.
+    #[default]
+    Optional,
+    /// Every call is answered synchronously.
+    Forbidden,
+}
+
+/// MCP `ToolAnnotations`: hints about a tool's behaviour. Clients must not rely on them for
+/// security decisions.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Human-readable title of the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// True if the tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// True if the tool may perform destructive updates (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// True if calling the tool again with the same arguments has no additional effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// True if the tool interacts with an open world of external entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// What the operator last observed about an `McpTool`.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolStatus {
+    /// Conditions of the tool. `Ready` is True when the spec is valid and the MCP name is
+    /// unique in the namespace; the front end lists only Ready tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+    /// The metadata.generation the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The tool's MCP name as resolved by the operator (spec.name or metadata.name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_name: Option<String>,
+    /// Image of the tool container as resolved by the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+fn default_sync_timeout_seconds() -> i64 {
+    DEFAULT_SYNC_TIMEOUT_SECONDS
+}
+
+fn default_ttl_ms() -> i64 {
+    DEFAULT_TTL_MS
+}
+
+fn default_poll_interval_ms() -> i64 {
+    DEFAULT_POLL_INTERVAL_MS
+}
+
+fn default_cancel_grace_period_seconds() -> i64 {
+    DEFAULT_CANCEL_GRACE_PERIOD_SECONDS
+}
+
+impl McpTool {
+    /// The tool's MCP name: `spec.name`, or `metadata.name` when unset.
+    pub fn mcp_name(&self) -> String {
+        self.spec.name.clone().unwrap_or_else(|| self.name_any())
+    }
+
+    /// The container that runs the tool: the one named `tool`, or the only one.
+    ///
+    /// `None` when the template has no spec, no containers, or several containers none of
+    /// which is named `tool` (the schema refuses such objects; old objects may still hold them).
+    pub fn tool_container(&self) -> Option<&Container> {
+        let containers = &self.spec.template.spec.as_ref()?.containers;
+        match containers.as_slice() {
+            [only] => Some(only),
+            many => many.iter().find(|c| c.name == TOOL_CONTAINER_NAME),
+        }
+    }
+
+    /// The TTL given to new tasks of this tool, as the wire's `ttlMs`: `None` is unlimited.
+    pub fn task_ttl_ms(&self) -> Option<i64> {
+        (self.spec.ttl_ms > 0).then_some(self.spec.ttl_ms)
+    }
+
+    /// Whether the operator reports the current generation as `Ready`.
+    pub fn is_ready(&self) -> bool {
+        let Some(status) = &self.status else {
+            return false;
+        };
+        let current = status.observed_generation == self.metadata.generation;
+        current
+            && status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == READY_CONDITION && c.status == "True")
+    }
+}
+
+#[cfg(test)]
+mod tests;

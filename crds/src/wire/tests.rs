@@ -1,0 +1,251 @@
+//! Wire mapping tests: each McpTask fixture under `tests/fixtures/wire/` against the JSON the
+//! protocol reference (Part B) prescribes for it.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::mcp_task::McpTaskStatus;
+
+/// Reads `tests/fixtures/wire/<name>`.
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/wire/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+fn task(case: &str) -> McpTask {
+    serde_yaml::from_str(&fixture(&format!("{case}.yaml"))).expect("fixture is an McpTask")
+}
+
+fn expected(case: &str, kind: &str) -> Value {
+    serde_json::from_str(&fixture(&format!("{case}.{kind}.json"))).expect("fixture is JSON")
+}
+
+fn get_json(case: &str) -> Value {
+    serde_json::to_value(build_get_task_result(&task(case)).expect("maps")).expect("serializes")
+}
+
+fn create_json(case: &str) -> Value {
+    serde_json::to_value(build_create_task_result(&task(case)).expect("maps")).expect("serializes")
+}
+
+const GET_CASES: [&str; 8] = [
+    "new",
+    "working",
+    "input_required",
+    "input_answered",
+    "completed",
+    "tool_error",
+    "failed",
+    "cancelled",
+];
+
+#[test]
+fn get_task_result_matches_fixture_for_every_status() {
+    for case in GET_CASES {
+        assert_eq!(get_json(case), expected(case, "get"), "case {case}");
+    }
+}
+
+#[test]
+fn create_task_result_is_flat_with_result_type_task() {
+    for case in ["new", "working"] {
+        assert_eq!(create_json(case), expected(case, "create"), "case {case}");
+    }
+}
+
+#[test]
+fn create_task_result_never_inlines_payloads() {
+    for case in GET_CASES {
+        let json = create_json(case);
+        assert_eq!(json["resultType"], "task", "case {case}");
+        for key in [
+            "result",
+            "error",
+            "inputRequests",
+            "requestState",
+            "task",
+            "ttl",
+        ] {
+            assert!(json.get(key).is_none(), "case {case} has {key}");
+        }
+    }
+}
+
+#[test]
+fn ttl_ms_is_always_present_and_null_when_unlimited() {
+    for case in GET_CASES {
+        let get = get_json(case);
+        assert!(
+            get.as_object().expect("object").contains_key("ttlMs"),
+            "case {case}"
+        );
+        let ttl = &get["ttlMs"];
+        assert!(
+            ttl.is_null() || ttl.as_i64().is_some_and(|t| t > 0),
+            "case {case}"
+        );
+    }
+    assert_eq!(get_json("new")["ttlMs"], Value::Null);
+    assert!(
+        serde_json::to_string(&create_json("new"))
+            .expect("json")
+            .contains("\"ttlMs\":null")
+    );
+}
+
+#[test]
+fn poll_interval_ms_is_absent_when_unset() {
+    assert!(get_json("new").get("pollIntervalMs").is_none());
+    assert!(get_json("cancelled").get("pollIntervalMs").is_none());
+    assert_eq!(get_json("working")["pollIntervalMs"], 2000);
+}
+
+#[test]
+fn payload_keys_appear_only_with_their_status() {
+    for case in GET_CASES {
+        let get = get_json(case);
+        let status = get["status"].as_str().expect("status is a string");
+        assert_eq!(
+            get.get("result").is_some(),
+            status == "completed",
+            "case {case}"
+        );
+        assert_eq!(
+            get.get("error").is_some(),
+            status == "failed",
+            "case {case}"
+        );
+        assert_eq!(
+            get.get("inputRequests").is_some(),
+            status == "input_required",
+            "case {case}"
+        );
+        assert!(get.get("requestState").is_none(), "case {case}");
+        if let Some(result) = get.get("result") {
+            assert_eq!(result["resultType"], "complete", "case {case}");
+            assert!(result["content"].is_array(), "case {case}");
+        }
+    }
+}
+
+#[test]
+fn answered_input_requests_are_dropped() {
+    let get = get_json("input_required");
+    let keys: Vec<&String> = get["inputRequests"]
+        .as_object()
+        .expect("map")
+        .keys()
+        .collect();
+    assert_eq!(keys, ["approve-1"]);
+}
+
+#[test]
+fn all_answers_given_reports_working_until_the_operator_resumes() {
+    let task = task("input_answered");
+    assert_eq!(task.task_status(), TaskStatus::InputRequired);
+    assert!(task.outstanding_input_requests().is_empty());
+    assert_eq!(get_json("input_answered")["status"], "working");
+}
+
+#[test]
+fn result_type_complete_overrides_and_related_task_meta_is_removed() {
+    let get = get_json("completed");
+    assert!(get["result"].get("_meta").is_none());
+    let mut task = task("completed");
+    let status = task.status.as_mut().expect("status");
+    let result = status.result.as_mut().expect("result");
+    result.insert("resultType".into(), json!("task"));
+    result.remove("content");
+    let get = serde_json::to_value(build_get_task_result(&task).expect("maps")).expect("json");
+    assert_eq!(get["result"]["resultType"], "complete");
+    assert_eq!(get["result"]["content"], json!([]));
+}
+
+#[test]
+fn notification_params_are_the_detailed_task_with_subscription_id() {
+    let params =
+        build_task_notification_params(&task("completed"), &json!("listen-1")).expect("maps");
+    assert_eq!(params, expected("completed", "notification"));
+    let numeric = build_task_notification_params(&task("working"), &json!(7)).expect("maps");
+    assert_eq!(numeric["_meta"][SUBSCRIPTION_ID_META], json!(7));
+    assert!(numeric.get("resultType").is_none());
+}
+
+#[test]
+fn status_fields_fall_back_to_creation_timestamp() {
+    let mut task = task("working");
+    task.status = Some(McpTaskStatus {
+        status: TaskStatus::Working,
+        ..McpTaskStatus::default()
+    });
+    let json = serde_json::to_value(build_task(&task).expect("maps")).expect("json");
+    assert_eq!(json["createdAt"], "2026-08-01T12:00:00Z");
+    assert_eq!(json["lastUpdatedAt"], "2026-08-01T12:00:00Z");
+}
+
+#[test]
+fn inconsistent_objects_are_errors_not_panics() {
+    let mut never_stored = task("new");
+    never_stored.metadata.creation_timestamp = None;
+    assert!(matches!(
+        build_task(&never_stored),
+        Err(WireError::MissingCreationTime { .. })
+    ));
+    let mut completed = task("completed");
+    if let Some(status) = completed.status.as_mut() {
+        status.result = None;
+    }
+    assert!(matches!(
+        build_detailed_task(&completed),
+        Err(WireError::MissingResult { .. })
+    ));
+    let mut failed = task("failed");
+    if let Some(status) = failed.status.as_mut() {
+        status.error = None;
+    }
+    assert!(matches!(
+        build_detailed_task(&failed),
+        Err(WireError::MissingError { .. })
+    ));
+}
+
+#[test]
+fn wire_types_round_trip_through_json() {
+    for case in GET_CASES {
+        let json = get_json(case);
+        let parsed: GetTaskResult = serde_json::from_value(json.clone()).expect("parses");
+        assert_eq!(
+            serde_json::to_value(parsed).expect("json"),
+            json,
+            "case {case}"
+        );
+    }
+}
+
+#[test]
+fn input_requests_respect_declared_capabilities() {
+    let form = json!({"method": "elicitation/create", "params": {"message": "ok?"}});
+    let url = json!({"method": "elicitation/create", "params": {"mode": "url", "message": "m", "url": "https://x"}});
+    let sampling = json!({"method": "sampling/createMessage", "params": {}});
+    let caps = |v: Value| v.as_object().cloned().expect("object");
+    assert!(input_request_allowed(None, &url));
+    let bare = caps(json!({"elicitation": {}}));
+    assert!(input_request_allowed(Some(&bare), &form));
+    assert!(!input_request_allowed(Some(&bare), &url));
+    assert!(!input_request_allowed(Some(&bare), &sampling));
+    let url_only = caps(json!({"elicitation": {"url": {}}}));
+    assert!(!input_request_allowed(Some(&url_only), &form));
+    assert!(input_request_allowed(Some(&url_only), &url));
+    let none = caps(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    assert!(!input_request_allowed(Some(&none), &form));
+    assert!(input_request_allowed(
+        Some(&caps(json!({"sampling": {}}))),
+        &sampling
+    ));
+}
+
+#[test]
+fn times_are_rfc3339_utc_whole_seconds() {
+    let time: Timestamp = "2026-08-01T12:00:00.123456Z".parse().expect("timestamp");
+    assert_eq!(format_time(time), "2026-08-01T12:00:00Z");
+}
