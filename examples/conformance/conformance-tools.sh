@@ -1,0 +1,135 @@
+#!/bin/sh
+# The fixture tools the official MCP conformance suite's tasks scenarios call
+# (@modelcontextprotocol/conformance, SEP-2663), as one image for mcp-task-operator. The tool to
+# run is MCP_TOOL_NAME (or the first argument, for running by hand); see README.md.
+#
+#   greet               {name} -> "Hello, {name}!" (registered taskSupport: forbidden)
+#   slow_compute        {seconds, label}: sleeps, then a result; stops promptly on cancel
+#   failing_job         ~1 s, then exits 1: a tool error (completed, isError: true)
+#   protocol_error_job  an {"mcp":"error"} message: the task fails with a JSON-RPC error
+#   confirm_delete      {filename}: asks to confirm (input key confirm-1), then completes
+#   multi_input         asks two questions at once (keys name-1 and confirm-1), then completes
+#   test_tool_with_task the front end asks startInputs.user_name before the task exists; the
+#                       answer arrives in MCP_START_INPUTS and the result greets that name
+set -u
+# shellcheck source=examples/lib/mcp.sh
+. "${MCP_LIB:-/usr/local/lib/mcp/mcp.sh}"
+
+args=${MCP_TOOL_ARGUMENTS:-}
+[ -n "$args" ] || args='{}'
+tool=${1:-${MCP_TOOL_NAME:-}}
+
+# string_arg NAME DEFAULT: the string argument NAME, JSON-escaped (fit for a JSON string).
+string_arg() {
+  raw=$(mcp_json_get "$args" "$1") && mcp_json_string "$raw" || printf '%s' "$2"
+}
+
+# result TEXT [STRUCTURED]: prints a successful result; TEXT must already be JSON-escaped.
+result() {
+  if [ -n "${2:-}" ]; then
+    printf '{"mcp":"result","result":{"content":[{"type":"text","text":"%s"}],"structuredContent":%s,"isError":false}}\n' "$1" "$2"
+  else
+    printf '{"mcp":"result","result":{"content":[{"type":"text","text":"%s"}],"isError":false}}\n' "$1"
+  fi
+}
+
+# cancelled WHAT: the last words of a cancelled tool (WHAT JSON-escaped). No result message: the
+# operator reports the task cancelled once the container has stopped.
+cancelled() {
+  mcp_status_escaped "cancelled: $1"
+  exit 0
+}
+
+# ask KEY MESSAGE PROPERTY TYPE: one elicitation/create form request, as a JSON object member.
+ask() {
+  printf '"%s":{"method":"elicitation/create","params":{"mode":"form","message":"%s","requestedSchema":{"type":"object","properties":{"%s":{"type":"%s"}},"required":["%s"]}}}' \
+    "$1" "$2" "$3" "$4" "$3"
+}
+
+# answer KEY PATH: the raw JSON at PATH in the client's answer to KEY ("" when absent).
+answer() {
+  mcp_json_get "$(mcp_input_responses)" "$1${2:+.$2}" || true
+}
+
+greet() {
+  result "Hello, $(string_arg name World)!"
+}
+
+slow_compute() {
+  label=$(string_arg label slow_compute)
+  raw=$(mcp_json_get "$args" seconds) || raw=0
+  # Seconds may be fractional; work in tenths of a second.
+  tenths=$(printf '%s' "$raw" | awk '/^(0|[1-9][0-9]*)(\.[0-9]+)?$/ { printf "%d", $1 * 10 + 0.5; exit } { exit 1 }') || {
+    echo "slow_compute: invalid argument seconds: expected a number from 0 to 3600, got $raw"
+    exit 2
+  }
+  [ "$tenths" -le 36000 ] || {
+    echo "slow_compute: invalid argument seconds: expected a number from 0 to 3600, got $raw"
+    exit 2
+  }
+  t=0
+  while [ "$t" -lt "$tenths" ]; do
+    mcp_sleep_ms 100 || cancelled "$label stopped after $((t / 10)).$((t % 10)) s"
+    t=$((t + 1))
+    [ $((t % 10)) -eq 0 ] && mcp_status_escaped "$label: $((t / 10)) of $raw s"
+  done
+  result "Computed $label in $raw s" "{\"label\":\"$label\",\"seconds\":$raw}"
+}
+
+failing_job() {
+  mcp_status "working on a job that is going to fail"
+  mcp_sleep_ms 1000 || cancelled "failing_job stopped"
+  echo "failing_job: the job failed on purpose (exit status 1)"
+  exit 1
+}
+
+protocol_error_job() {
+  mcp_sleep_ms 500 || cancelled "protocol_error_job stopped"
+  printf '%s\n' '{"mcp":"error","error":{"code":-32603,"message":"protocol_error_job: internal error raised on purpose","data":{"fixture":"protocol_error_job"}}}'
+}
+
+confirm_delete() {
+  filename=$(string_arg filename file)
+  printf '{"mcp":"input","requests":{%s}}\n' \
+    "$(ask confirm-1 "Delete $filename? This cannot be undone." confirm boolean)"
+  mcp_wait_input confirm-1 || cancelled "no answer to the delete confirmation"
+  action=$(mcp_json_string "$(answer confirm-1 action)") || action=none
+  if [ "$action" = accept ] && [ "$(answer confirm-1 content.confirm)" = true ]; then
+    result "Deleted $filename" "{\"filename\":\"$filename\",\"deleted\":true}"
+  else
+    result "Kept $filename: deletion not confirmed (action: $action)" \
+      "{\"filename\":\"$filename\",\"deleted\":false}"
+  fi
+}
+
+multi_input() {
+  printf '{"mcp":"input","requests":{%s,%s}}\n' \
+    "$(ask name-1 "What is your name?" name string)" \
+    "$(ask confirm-1 "Shall I go on?" confirm boolean)"
+  mcp_wait_input name-1 confirm-1 || cancelled "the questions were not answered"
+  name=$(answer name-1 content.name)
+  name=$(mcp_json_string "$name") || name=stranger
+  confirm=false
+  [ "$(answer confirm-1 content.confirm)" = true ] && confirm=true
+  result "Hello, $name! Go on: $confirm." "{\"name\":\"$name\",\"confirm\":$confirm}"
+}
+
+test_tool_with_task() {
+  answers=${MCP_START_INPUTS:-'{}'}
+  name=$(mcp_json_get "$answers" user_name.content.name) && name=$(mcp_json_string "$name") ||
+    name=anonymous
+  mcp_status_escaped "greeting $name"
+  mcp_sleep_ms 1000 || cancelled "greeting $name"
+  result "Hello, $name! The task finished for you."
+}
+
+case $tool in
+greet | slow_compute | failing_job | protocol_error_job | confirm_delete | multi_input | test_tool_with_task)
+  "$tool"
+  ;;
+*)
+  echo "conformance-tools: unknown tool '$tool' (MCP_TOOL_NAME); expected greet, slow_compute," \
+    "failing_job, protocol_error_job, confirm_delete, multi_input or test_tool_with_task"
+  exit 2
+  ;;
+esac
