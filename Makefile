@@ -63,6 +63,10 @@ cluster-crash-test: ## SIGKILL every component, then prove cluster-down leaves n
 image: ## build and import an image: make image REF=localhost/x:v1 ARGS='--busybox --copy a:/a'
 	hack/images.sh build $(REF) $(ARGS)
 
+.PHONY: images
+images: ## build the example tool images (imported when the cluster runs)
+	examples/build-images.sh
+
 .PHONY: integration
 integration: ## integration and end-to-end tests against the running local cluster
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked -- --test-threads=4

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the operator and front end in release mode and packages each into a registry-free OCI
+# image (the binary plus the shared libraries it links, running as uid 65532), imported into the
+# local cluster when it runs: localhost/mcp-task-operator:dev and localhost/mcp-task-frontend:dev.
+# Real users build the same binaries with the Dockerfile.
+set -euo pipefail
+HACK=$(cd "$(dirname "$0")" && pwd)
+. "$HACK/versions.sh"
+TAG=${IMAGE_TAG:-dev}
+cd "$REPO_ROOT"
+cargo build --release --locked --bin mcp-task-operator --bin mcp-task-frontend
+TARGET=${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release
+for bin in mcp-task-operator mcp-task-frontend; do
+  "$HACK/images.sh" build "localhost/$bin:$TAG" --binary "$TARGET/$bin:/usr/local/bin/$bin" \
+    --entrypoint "/usr/local/bin/$bin" --user 65532:65532
+done
