@@ -1,5 +1,86 @@
-//! Entry point; the real server arrives with its issue.
+//! Entry point of the MCP front end: config, tracing, the kube-backed stores, and the HTTP
+//! server with graceful shutdown.
 
-fn main() {
-    println!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
+use std::sync::Arc;
+
+use mcp_task_operator_mcp_frontend::auth::{Auth, StaticTokens};
+use mcp_task_operator_mcp_frontend::config::AuthMode;
+use mcp_task_operator_mcp_frontend::store::kube::KubeTaskStore;
+use mcp_task_operator_mcp_frontend::store::kube_tools::KubeToolCatalog;
+use mcp_task_operator_mcp_frontend::token_review::TokenReviewer;
+use mcp_task_operator_mcp_frontend::{AppState, Config, app};
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let config = Config::from_env()?;
+    let client = kube::Client::try_default().await?;
+    let (tasks, task_watch) = KubeTaskStore::new(client.clone(), &config.namespace);
+    let (tools, tool_watch) = KubeToolCatalog::new(client.clone(), &config.namespace);
+    tokio::spawn(task_watch);
+    tokio::spawn(tool_watch);
+
+    let bind_addr = config.bind_addr;
+    let auth = match config.auth_mode {
+        AuthMode::None => {
+            tracing::warn!("authentication is off: every caller shares the anonymous identity");
+            Auth::None
+        }
+        AuthMode::StaticTokens => {
+            let path = config.static_tokens_file.clone().unwrap_or_default();
+            Auth::Bearer(Arc::new(StaticTokens::load(&path)?))
+        }
+        AuthMode::TokenReview => Auth::Bearer(Arc::new(TokenReviewer::new(
+            client.clone(),
+            config.token_audiences.clone(),
+        ))),
+    };
+    let state = AppState::new(config, tasks, tools).with_auth(auth);
+    let shutdown = state.shutdown.clone();
+    let listener = TcpListener::bind(bind_addr).await?;
+    tracing::info!(%bind_addr, "serving MCP on /mcp");
+    // Nagle's algorithm only delays small JSON-RPC answers.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::warn!(%error, "failed to set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+            // Ends listen streams (with their final result) and rmcp's open responses.
+            shutdown.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
 }

@@ -1,0 +1,251 @@
+//! Authentication: who sent a request. The caller becomes the owner of the tasks it creates.
+//!
+//! Modes: `none` (every caller is anonymous; refused by config unless explicitly allowed),
+//! static bearer tokens (a kube-apiserver style CSV file mounted from a Secret), and Kubernetes
+//! TokenReview ([`crate::token_review`]). With a token mode, a request without a valid
+//! `Authorization: Bearer` gets 401 with `WWW-Authenticate` pointing at the OAuth protected
+//! resource metadata (RFC 9728) served by [`protected_resource_metadata`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use crate::state::AppState;
+
+/// Owner recorded on tasks when authentication is off (`MCP_FRONTEND_AUTH_MODE=none`).
+pub const ANONYMOUS: &str = "system:anonymous";
+/// Path of the OAuth protected resource metadata document.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The authenticated caller of one request; becomes the owner of the tasks it creates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller(pub String);
+
+impl Caller {
+    /// The caller recorded in a request's parts, if authentication ran.
+    pub fn from_parts(parts: &Parts) -> Option<&Self> {
+        parts.extensions.get::<Self>()
+    }
+
+    /// The caller's identity as stored in `McpTask.spec.owner`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Why a token could not be checked (not: why it was refused).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The TokenReview call failed.
+    #[error("failed to create TokenReview")]
+    TokenReview(#[source] kube::Error),
+    /// The static token file could not be read.
+    #[error("failed to read static token file {path}")]
+    ReadTokens {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Turns a bearer token into a caller; `Ok(None)` means the token is not valid.
+pub trait TokenAuthenticator: Send + Sync + 'static {
+    /// Checks `token`.
+    fn authenticate<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Caller>, AuthError>>;
+}
+
+/// How requests are authenticated.
+#[derive(Clone)]
+pub enum Auth {
+    /// Everyone is [`ANONYMOUS`].
+    None,
+    /// A bearer token is required and checked by the authenticator.
+    Bearer(Arc<dyn TokenAuthenticator>),
+    /// A token mode is configured but no authenticator was set: refuse everything.
+    Unavailable,
+}
+
+/// Static tokens: `token,user[,...]` lines, as kube-apiserver's `--token-auth-file`.
+pub struct StaticTokens {
+    tokens: HashMap<String, String>,
+}
+
+impl StaticTokens {
+    /// Parses the CSV text; blank lines and `#` comments are skipped.
+    pub fn parse(text: &str) -> Self {
+        let tokens = text
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .filter_map(|line| {
+                let mut fields = line.split(',').map(|f| f.trim().trim_matches('"'));
+                let token = fields.next().filter(|t| !t.is_empty())?;
+                let user = fields.next().filter(|u| !u.is_empty())?;
+                Some((token.to_owned(), user.to_owned()))
+            })
+            .collect();
+        Self { tokens }
+    }
+
+    /// Reads and parses the token file at `path`.
+    pub fn load(path: &str) -> Result<Self, AuthError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AuthError::ReadTokens {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self::parse(&text))
+    }
+
+    /// Number of tokens known.
+    pub fn count(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
+impl TokenAuthenticator for StaticTokens {
+    fn authenticate<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Caller>, AuthError>> {
+        // Compare against every token in constant time per token, so timing does not reveal
+        // how much of a guess matched.
+        let mut found = None;
+        for (known, user) in &self.tokens {
+            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
+                found = Some(Caller(user.clone()));
+            }
+        }
+        Box::pin(async move { Ok(found) })
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Middleware: establishes the [`Caller`] or answers 401.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = match &state.auth {
+        Auth::None => Caller(ANONYMOUS.to_owned()),
+        Auth::Unavailable => return unauthorized(&state, None),
+        Auth::Bearer(authenticator) => {
+            let Some(token) = bearer_token(&request) else {
+                return unauthorized(&state, None);
+            };
+            match authenticator.authenticate(token).await {
+                Ok(Some(caller)) => caller,
+                Ok(None) => return unauthorized(&state, Some("invalid_token")),
+                Err(error) => {
+                    tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "authentication unavailable",
+                    )
+                        .into_response();
+                }
+            }
+        }
+    };
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+fn bearer_token(request: &Request) -> Option<&str> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn unauthorized(state: &AppState, error: Option<&str>) -> Response {
+    let mut challenge = String::from("Bearer");
+    let mut params = Vec::new();
+    if let Some(error) = error {
+        params.push(format!("error=\"{error}\""));
+    }
+    if let Some(url) = metadata_url(state) {
+        params.push(format!("resource_metadata=\"{url}\""));
+    }
+    if !params.is_empty() {
+        challenge.push(' ');
+        challenge.push_str(&params.join(", "));
+    }
+    let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// URL of the metadata document, derived from the configured public resource URL.
+fn metadata_url(state: &AppState) -> Option<String> {
+    let resource = state.config.resource_url.as_deref()?;
+    let (origin, path) = match resource
+        .find("://")
+        .and_then(|i| resource[i + 3..].find('/').map(|j| i + 3 + j))
+    {
+        Some(split) => (&resource[..split], &resource[split..]),
+        None => (resource, ""),
+    };
+    Some(format!(
+        "{origin}{METADATA_PATH}{}",
+        path.trim_end_matches('/')
+    ))
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata naming this resource
+/// and its authorization servers.
+pub async fn protected_resource_metadata(State(state): State<AppState>) -> Response {
+    let Some(resource) = state.config.resource_url.clone() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    axum::Json(json!({
+        "resource": resource,
+        "authorization_servers": state.config.authorization_servers,
+        "bearer_methods_supported": ["header"],
+    }))
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn static_tokens_map_tokens_to_users() {
+        let tokens =
+            StaticTokens::parse("# comment\nsecret-a,alice,uid1\n\"secret-b\",\"bob\"\n,nobody\n");
+        assert_eq!(tokens.count(), 2);
+        assert_eq!(
+            tokens.authenticate("secret-a").await.unwrap(),
+            Some(Caller("alice".into()))
+        );
+        assert_eq!(
+            tokens.authenticate("secret-b").await.unwrap(),
+            Some(Caller("bob".into()))
+        );
+        assert_eq!(tokens.authenticate("secret-").await.unwrap(), None);
+    }
+}

@@ -1,0 +1,282 @@
+//! `tools/call`: validate, ask start inputs (MRTR), create the `McpTask`, then answer with a
+//! task handle or, for synchronous callers, wait for the task and answer with its result.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use mcp_task_operator_crds::wire::input_request_allowed;
+use mcp_task_operator_crds::{McpTask, McpTaskSpec, TaskStatus, TaskSupport, task_id};
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest,
+    InputRequests, InputRequiredResult, ProtocolVersion,
+};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::handler::{caller, declares_tasks};
+use crate::state::{AppState, server_info_meta};
+use crate::tasks::check_input_response;
+use crate::tools::ToolEntry;
+use crate::wire;
+
+/// Time kept back from the request timeout so a synchronous call answers before the timeout
+/// layer cuts it off.
+const SYNC_MARGIN: Duration = Duration::from_secs(2);
+
+/// Serves one `tools/call`.
+pub async fn call_tool(
+    state: &AppState,
+    request: CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse> {
+    let entry = state
+        .tools
+        .snapshot()
+        .get(&request.name)
+        .ok_or_else(|| Error::UnknownTool {
+            name: request.name.to_string(),
+        })?;
+    // The capability gate comes before argument checks: a non-declaring client can never
+    // call a task-only tool, whatever its arguments.
+    let as_task = match (entry.task_support, declares_tasks(context)) {
+        (TaskSupport::Required, false) => {
+            return Err(Error::TasksCapabilityRequired {
+                tool: entry.name().to_owned(),
+            });
+        }
+        (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => false,
+        (TaskSupport::Required | TaskSupport::Optional, true) => true,
+    };
+    let arguments = request.arguments.unwrap_or_default();
+    entry
+        .validate_arguments(&arguments)
+        .map_err(|reason| Error::InvalidArguments {
+            tool: entry.name().to_owned(),
+            reason,
+        })?;
+    let caller = caller(context)?;
+    let start_input_responses = match start_inputs(&entry, request.input_responses, context)? {
+        StartInputs::NotNeeded => None,
+        StartInputs::Ask(result) => return Ok(CallToolResponse::InputRequired(result)),
+        StartInputs::Declined(key) => {
+            let text = format!("The call was not started: input {key} was declined.");
+            return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(text),
+            ])));
+        }
+        StartInputs::Answered(answers) => Some(answers),
+    };
+    let capabilities = context
+        .client_capabilities()
+        .and_then(|c| serde_json::to_value(c).ok())
+        .and_then(|v| v.as_object().cloned());
+    let task = build_task(
+        &entry,
+        &caller,
+        arguments,
+        capabilities,
+        start_input_responses,
+    );
+    if as_task {
+        // The API server has stored the object when create returns, so a tasks/get on any
+        // replica finds it: the durability rule for CreateTaskResult.
+        let stored = state.tasks.create(task).await?;
+        let mut result = wire::create_task_result(&stored)?;
+        result.meta = Some(server_info_meta());
+        return Ok(CallToolResponse::Task(result));
+    }
+    let mut response = run_synchronously(state, &entry, task, context).await?;
+    if let CallToolResponse::Complete(result) = &mut response {
+        result.meta.get_or_insert_with(server_info_meta);
+    }
+    Ok(response)
+}
+
+/// The new task object: ID from the CSPRNG, settings from the tool.
+fn build_task(
+    entry: &ToolEntry,
+    caller: &Caller,
+    arguments: rmcp::model::JsonObject,
+    client_capabilities: Option<serde_json::Map<String, Value>>,
+    start_input_responses: Option<BTreeMap<String, Value>>,
+) -> McpTask {
+    McpTask::new(
+        &task_id::generate(),
+        McpTaskSpec {
+            tool: entry.name().to_owned(),
+            arguments: Some(arguments),
+            owner: caller.as_str().to_owned(),
+            ttl_ms: entry.ttl_ms,
+            poll_interval_ms: Some(entry.poll_interval_ms),
+            client_capabilities,
+            start_input_responses,
+            input_responses: None,
+        },
+    )
+}
+
+/// What the start-input round decided.
+enum StartInputs {
+    /// The tool has none.
+    NotNeeded,
+    /// Some are unanswered: ask them (MRTR `input_required`).
+    Ask(InputRequiredResult),
+    /// The user declined or cancelled the one named.
+    Declined(String),
+    /// All answered and accepted, by key.
+    Answered(BTreeMap<String, Value>),
+}
+
+fn start_inputs(
+    entry: &ToolEntry,
+    responses: Option<BTreeMap<String, Value>>,
+    context: &RequestContext<RoleServer>,
+) -> Result<StartInputs> {
+    if entry.start_inputs.is_empty() {
+        return Ok(StartInputs::NotNeeded);
+    }
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    if !modern {
+        return Err(Error::ElicitationRequired {
+            tool: entry.name().to_owned(),
+        });
+    }
+    // Only kinds this request declared may be asked (a bare `elicitation: {}` is form only).
+    let declared = context
+        .client_capabilities()
+        .and_then(|c| serde_json::to_value(c).ok())
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    let responses = responses.unwrap_or_default();
+    let mut answers = BTreeMap::new();
+    let mut missing = InputRequests::new();
+    for (key, question) in &entry.start_inputs {
+        let request = serde_json::to_value(question).map_err(|e| Error::InvalidStartInput {
+            tool: entry.name().to_owned(),
+            reason: e.to_string(),
+        })?;
+        if !input_request_allowed(Some(&declared), &request) {
+            return Err(Error::ElicitationRequired {
+                tool: entry.name().to_owned(),
+            });
+        }
+        let Some(response) = responses.get(key) else {
+            let request: InputRequest =
+                serde_json::from_value(request).map_err(|e| Error::InvalidStartInput {
+                    tool: entry.name().to_owned(),
+                    reason: e.to_string(),
+                })?;
+            missing.insert(key.clone(), request);
+            continue;
+        };
+        check_input_response(key, &request, response)?;
+        if response.get("action").and_then(Value::as_str) != Some("accept") {
+            return Ok(StartInputs::Declined(key.clone()));
+        }
+        answers.insert(key.clone(), response.clone());
+    }
+    if missing.is_empty() {
+        Ok(StartInputs::Answered(answers))
+    } else {
+        Ok(StartInputs::Ask(InputRequiredResult::new(
+            Some(missing),
+            None,
+        )))
+    }
+}
+
+/// Creates the task and waits, through the watch, until it is terminal or the tool's limit
+/// passes; a caller that goes away cancels the task.
+async fn run_synchronously(
+    state: &AppState,
+    entry: &ToolEntry,
+    task: McpTask,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse> {
+    let id = task.task_id().to_owned();
+    // Subscribe before creating, so no change between the two is missed.
+    let mut changes = state.tasks.subscribe();
+    let mut current = state.tasks.create(task).await?;
+    let limit = entry
+        .sync_timeout
+        .min(state.config.request_timeout.saturating_sub(SYNC_MARGIN));
+    let wait = async {
+        // A synchronous caller cannot answer mid-task input (that needs tasks/update), so
+        // input_required ends the wait as well.
+        while !current.is_terminal() && current.task_status() != TaskStatus::InputRequired {
+            match changes.recv().await {
+                Ok(task) if task.task_id() == id => current = task,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    if let Some(task) = state.tasks.get(&id).await? {
+                        current = task;
+                    }
+                }
+                Err(RecvError::Closed) => {
+                    return Err(Error::Store(crate::store::StoreError::Unavailable {
+                        operation: "watch",
+                    }));
+                }
+            }
+        }
+        Ok(current.clone())
+    };
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(limit, wait) => outcome,
+        () = context.ct.cancelled() => {
+            cancel_quietly(state, &id).await;
+            return Err(Error::CallAbandoned);
+        }
+    };
+    let Ok(finished) = outcome else {
+        cancel_quietly(state, &id).await;
+        let text = format!(
+            "Tool {} did not finish within {} s; the call was cancelled.",
+            entry.name(),
+            limit.as_secs()
+        );
+        return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+            ContentBlock::text(text),
+        ])));
+    };
+    let finished = finished?;
+    match finished.task_status() {
+        TaskStatus::Completed => Ok(CallToolResponse::Complete(wire::call_tool_result(
+            &finished,
+        )?)),
+        TaskStatus::Failed => Err(Error::ToolFailed(
+            finished.status.as_ref().and_then(|s| s.error.clone()),
+        )),
+        TaskStatus::InputRequired => {
+            cancel_quietly(state, &id).await;
+            let text = format!(
+                "Tool {} needs input while it runs; call it with the io.modelcontextprotocol/tasks \
+                 extension to answer. The call was cancelled.",
+                entry.name()
+            );
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(text),
+            ])))
+        }
+        TaskStatus::Cancelled | TaskStatus::Working => {
+            let text = format!("Tool {} was cancelled before it finished.", entry.name());
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(text),
+            ])))
+        }
+    }
+}
+
+/// Best-effort cancel of a task nobody waits for any more.
+async fn cancel_quietly(state: &AppState, id: &str) {
+    if let Err(error) = state.tasks.request_cancel(id, Timestamp::now()).await {
+        tracing::warn!(task_id = id, error = %crate::error::ErrorChain(&error), "failed to cancel abandoned task");
+    }
+}

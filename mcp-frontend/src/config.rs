@@ -1,0 +1,241 @@
+//! Front-end settings, read once from `MCP_FRONTEND_*` environment variables.
+//!
+//! Every default is documented on its field; an invalid value fails startup with the variable's
+//! name. Parsing goes through a lookup function so tests need not touch the process environment.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Prefix of every environment variable the front end reads.
+pub const ENV_PREFIX: &str = "MCP_FRONTEND_";
+
+/// How callers are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// No authentication: every caller is anonymous. Refused unless `ALLOW_UNAUTHENTICATED=true`.
+    None,
+    /// Static bearer tokens from a file mounted from a Secret.
+    StaticTokens,
+    /// Kubernetes TokenReview with configured audiences.
+    TokenReview,
+}
+
+/// Typed configuration of the MCP front end.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `BIND_ADDR`: listen address. Default `127.0.0.1:8080` (localhost only, as MCP asks of
+    /// local servers); the chart sets `0.0.0.0:8080`.
+    pub bind_addr: SocketAddr,
+    /// `NAMESPACE`: namespace whose `McpTool`s are served and where `McpTask`s are created.
+    /// Default `default`.
+    pub namespace: String,
+    /// `ALLOWED_HOSTS`: comma-separated `Host` values accepted on `/mcp` (`name` matches any
+    /// port, `name:port` only that port). Default `localhost,127.0.0.1,[::1]`.
+    pub allowed_hosts: Vec<String>,
+    /// `ALLOWED_ORIGINS`: comma-separated browser origins (`scheme://host[:port]`) accepted on
+    /// `/mcp`. Default empty: a request carrying any `Origin` header is refused with 403.
+    pub allowed_origins: Vec<String>,
+    /// `MAX_BODY_BYTES`: largest accepted request body. Default 1 MiB.
+    pub max_body_bytes: usize,
+    /// `REQUEST_TIMEOUT_SECONDS`: limit on one non-streaming request, including synchronous
+    /// tool calls (which also stop at their tool's `syncTimeoutSeconds`). Default 120.
+    pub request_timeout: Duration,
+    /// `MAX_CONCURRENT_REQUESTS`: requests served at once before new ones wait. Default 512.
+    pub max_concurrent_requests: usize,
+    /// `MAX_SUBSCRIPTIONS`: open `subscriptions/listen` streams per replica; more are refused
+    /// with -32603 "Subscription limit reached". Default 1000.
+    pub max_subscriptions: usize,
+    /// `POLL_RATE_PER_SECOND`: `tasks/get` calls allowed per caller and second, with bursts of
+    /// twice that; faster polls get -32000 with `data.retryAfterMs`. Default 0: no limit.
+    pub poll_rate_per_second: f64,
+    /// `AUTH_MODE`: `none`, `static` or `tokenreview`. Default `tokenreview`.
+    pub auth_mode: AuthMode,
+    /// `ALLOW_UNAUTHENTICATED`: must be `true` for `AUTH_MODE=none`. Default `false`.
+    pub allow_unauthenticated: bool,
+    /// `STATIC_TOKENS_FILE`: for `AUTH_MODE=static`, a CSV file of `token,user` lines (the
+    /// kube-apiserver token file format), usually mounted from a Secret. Required in that mode.
+    pub static_tokens_file: Option<String>,
+    /// `TOKEN_AUDIENCES`: for `AUTH_MODE=tokenreview`, comma-separated audiences a token must be
+    /// valid for. Default empty: the API server's own audience.
+    pub token_audiences: Vec<String>,
+    /// `RESOURCE_URL`: the public URL of `/mcp`, named in the OAuth protected resource metadata
+    /// and in `WWW-Authenticate`. Default unset (no metadata document).
+    pub resource_url: Option<String>,
+    /// `AUTHORIZATION_SERVERS`: comma-separated OAuth authorization server URLs listed in the
+    /// protected resource metadata. Default empty.
+    pub authorization_servers: Vec<String>,
+    /// `DISCOVER_TTL_MS`: cache lifetime clients may give `server/discover`. Default 60000.
+    pub discover_ttl_ms: u64,
+    /// `TOOLS_LIST_TTL_MS`: cache lifetime clients may give `tools/list`. Default 5000.
+    pub tools_list_ttl_ms: u64,
+}
+
+/// A configuration value that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The variable holds a value of the wrong shape.
+    #[error("invalid value {value:?} for {ENV_PREFIX}{name}: {reason}")]
+    Invalid {
+        /// Variable name without the prefix.
+        name: &'static str,
+        /// The value found.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// Authentication is off without the explicit opt-in.
+    #[error("{ENV_PREFIX}AUTH_MODE=none needs {ENV_PREFIX}ALLOW_UNAUTHENTICATED=true")]
+    UnauthenticatedNotAllowed,
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(format!("{ENV_PREFIX}{name}")).ok())
+    }
+
+    /// Reads the configuration through `lookup`, which maps an unprefixed name to its value.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &'static str| lookup(name).filter(|v| !v.trim().is_empty());
+        let config = Self {
+            bind_addr: parse(&get, "BIND_ADDR", "127.0.0.1:8080".parse().ok())?,
+            namespace: get("NAMESPACE").unwrap_or_else(|| "default".to_owned()),
+            allowed_hosts: get("ALLOWED_HOSTS")
+                .map(|v| split_list(&v))
+                .unwrap_or_else(|| vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
+            allowed_origins: get("ALLOWED_ORIGINS")
+                .map(|v| split_list(&v))
+                .unwrap_or_default(),
+            max_body_bytes: parse(&get, "MAX_BODY_BYTES", Some(1024 * 1024))?,
+            request_timeout: Duration::from_secs(parse(
+                &get,
+                "REQUEST_TIMEOUT_SECONDS",
+                Some(120),
+            )?),
+            max_concurrent_requests: parse(&get, "MAX_CONCURRENT_REQUESTS", Some(512))?,
+            max_subscriptions: parse(&get, "MAX_SUBSCRIPTIONS", Some(1000))?,
+            poll_rate_per_second: parse(&get, "POLL_RATE_PER_SECOND", Some(0.0))?,
+            auth_mode: parse_auth_mode(get("AUTH_MODE"))?,
+            allow_unauthenticated: parse(&get, "ALLOW_UNAUTHENTICATED", Some(false))?,
+            static_tokens_file: get("STATIC_TOKENS_FILE"),
+            token_audiences: get("TOKEN_AUDIENCES")
+                .map(|v| split_list(&v))
+                .unwrap_or_default(),
+            resource_url: get("RESOURCE_URL"),
+            authorization_servers: get("AUTHORIZATION_SERVERS")
+                .map(|v| split_list(&v))
+                .unwrap_or_default(),
+            discover_ttl_ms: parse(&get, "DISCOVER_TTL_MS", Some(60_000))?,
+            tools_list_ttl_ms: parse(&get, "TOOLS_LIST_TTL_MS", Some(5_000))?,
+        };
+        if config.auth_mode == AuthMode::None && !config.allow_unauthenticated {
+            return Err(ConfigError::UnauthenticatedNotAllowed);
+        }
+        if config.auth_mode == AuthMode::StaticTokens && config.static_tokens_file.is_none() {
+            return Err(ConfigError::Invalid {
+                name: "STATIC_TOKENS_FILE",
+                value: String::new(),
+                reason: "AUTH_MODE=static needs a token file".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+}
+
+fn parse<T>(
+    get: &impl Fn(&'static str) -> Option<String>,
+    name: &'static str,
+    default: Option<T>,
+) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    match (get(name), default) {
+        (Some(value), _) => value
+            .trim()
+            .parse()
+            .map_err(|e: T::Err| ConfigError::Invalid {
+                name,
+                reason: e.to_string(),
+                value,
+            }),
+        (None, Some(default)) => Ok(default),
+        (None, None) => Err(ConfigError::Invalid {
+            name,
+            value: String::new(),
+            reason: "a value is required".to_owned(),
+        }),
+    }
+}
+
+fn parse_auth_mode(value: Option<String>) -> Result<AuthMode, ConfigError> {
+    match value.as_deref().map(str::trim) {
+        None | Some("tokenreview") => Ok(AuthMode::TokenReview),
+        Some("static") => Ok(AuthMode::StaticTokens),
+        Some("none") => Ok(AuthMode::None),
+        Some(other) => Err(ConfigError::Invalid {
+            name: "AUTH_MODE",
+            value: other.to_owned(),
+            reason: "expected none, static or tokenreview".to_owned(),
+        }),
+    }
+}
+
+fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_are_local_and_authenticated() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.auth_mode, AuthMode::TokenReview);
+        assert_eq!(c.max_body_bytes, 1024 * 1024);
+        assert!(c.allowed_origins.is_empty());
+    }
+
+    #[test]
+    fn auth_none_needs_explicit_opt_in() {
+        assert!(matches!(
+            config(&[("AUTH_MODE", "none")]),
+            Err(ConfigError::UnauthenticatedNotAllowed)
+        ));
+        let c = config(&[("AUTH_MODE", "none"), ("ALLOW_UNAUTHENTICATED", "true")]).unwrap();
+        assert_eq!(c.auth_mode, AuthMode::None);
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable() {
+        let err = config(&[("MAX_BODY_BYTES", "lots")]).unwrap_err();
+        assert!(
+            err.to_string().contains("MCP_FRONTEND_MAX_BODY_BYTES"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn lists_are_split_and_trimmed() {
+        let c = config(&[("ALLOWED_HOSTS", " a.example , b.example:8443,")]).unwrap();
+        assert_eq!(c.allowed_hosts, vec!["a.example", "b.example:8443"]);
+    }
+}

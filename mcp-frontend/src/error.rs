@@ -1,0 +1,287 @@
+//! Errors of the front end and their JSON-RPC form.
+//!
+//! Every handler failure is an [`Error`]; [`Error::to_error_data`] turns it into the JSON-RPC
+//! error object rmcp sends, and [`http_status`] gives the HTTP status the protocol reference
+//! asks for (used by the routes rmcp does not serve, such as `subscriptions/listen`).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, JsonRpcError, RequestId};
+use serde_json::json;
+
+use crate::store::StoreError;
+
+/// Crate-wide result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Message of the -32602 answer for unknown, foreign and purged tasks (one text for all, so
+/// that existence does not leak).
+pub const TASK_NOT_FOUND: &str = "Failed to retrieve task: Task not found";
+/// Message of the -32602 answer for an expired task, shown to its owner only.
+pub const TASK_EXPIRED: &str = "Failed to retrieve task: Task has expired";
+
+/// A request the front end could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `tools/call` named a tool that is not served (or not Ready).
+    #[error("Unknown tool: {name}")]
+    UnknownTool {
+        /// The MCP name asked for.
+        name: String,
+    },
+    /// `tools/call` arguments do not match the tool's `inputSchema`.
+    #[error("Invalid arguments for tool {tool}: {reason}")]
+    InvalidArguments {
+        /// The MCP tool name.
+        tool: String,
+        /// Which argument is wrong and why.
+        reason: String,
+    },
+    /// The task does not exist, belongs to someone else, or has been deleted.
+    #[error("{TASK_NOT_FOUND}")]
+    TaskNotFound,
+    /// The caller's own task outlived its `ttlMs`.
+    #[error("{TASK_EXPIRED}")]
+    TaskExpired,
+    /// The call needs a task but the request did not declare the tasks extension.
+    #[error("tool {tool} runs only as a task; declare the io.modelcontextprotocol/tasks extension")]
+    TasksCapabilityRequired {
+        /// The MCP tool name.
+        tool: String,
+    },
+    /// The tool asks start inputs but the request cannot receive elicitations.
+    #[error(
+        "tool {tool} asks for input before it starts; the client must declare elicitation on MCP 2026-07-28"
+    )]
+    ElicitationRequired {
+        /// The MCP tool name.
+        tool: String,
+    },
+    /// An answer in `inputResponses` has the wrong shape.
+    #[error("Invalid input response {key}: {reason}")]
+    InvalidInputResponse {
+        /// The input key answered.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A tool's `startInputs` entry is not a valid MCP input request.
+    #[error("start inputs of tool {tool} are invalid: {reason}")]
+    InvalidStartInput {
+        /// The MCP tool name.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A synchronous call's task failed with a JSON-RPC error, answered as that error.
+    #[error("tool failed")]
+    ToolFailed(Option<mcp_task_operator_crds::TaskError>),
+    /// The client went away while a synchronous call waited.
+    #[error("the client abandoned the call")]
+    CallAbandoned,
+    /// The caller polls `tasks/get` faster than the configured limit.
+    #[error("Too many requests: poll tasks/get less often")]
+    PollRateExceeded {
+        /// When the caller may poll again, in milliseconds.
+        retry_after_ms: u64,
+    },
+    /// `tools/list` received a cursor this server never issued.
+    #[error("Invalid cursor")]
+    InvalidCursor,
+    /// The request reached the handler without an authenticated caller (a wiring bug).
+    #[error("request carries no caller identity")]
+    MissingCaller,
+    /// A stored task could not be turned into its MCP form.
+    #[error("task {task_id} cannot be shown: {reason}")]
+    TaskMapping {
+        /// The task ID.
+        task_id: String,
+        /// What is wrong with the stored object.
+        reason: String,
+    },
+    /// The stored task breaks a wire rule (e.g. completed without a result).
+    #[error("stored task cannot be shown")]
+    Wire(#[from] mcp_task_operator_crds::wire::WireError),
+    /// The task or tool store failed.
+    #[error("task store failed")]
+    Store(#[from] StoreError),
+}
+
+impl Error {
+    /// Low-cardinality name of the error, for metric labels and logs.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::TaskNotFound => "task_not_found",
+            Self::TaskExpired => "task_expired",
+            Self::TasksCapabilityRequired { .. } => "tasks_capability_required",
+            Self::ElicitationRequired { .. } => "elicitation_required",
+            Self::InvalidInputResponse { .. } => "invalid_input_response",
+            Self::InvalidCursor => "invalid_cursor",
+            Self::PollRateExceeded { .. } => "poll_rate_exceeded",
+            Self::InvalidStartInput { .. } => "invalid_start_input",
+            Self::ToolFailed(_) => "tool_failed",
+            Self::CallAbandoned => "call_abandoned",
+            Self::MissingCaller => "missing_caller",
+            Self::TaskMapping { .. } => "task_mapping",
+            Self::Wire(_) => "wire",
+            Self::Store(_) => "store",
+        }
+    }
+
+    /// The JSON-RPC error object for this error. Server-side failures are logged here, once,
+    /// and answered with a generic message.
+    pub fn to_error_data(&self) -> ErrorData {
+        match self {
+            Self::UnknownTool { .. }
+            | Self::InvalidArguments { .. }
+            | Self::TaskNotFound
+            | Self::TaskExpired
+            | Self::InvalidInputResponse { .. }
+            | Self::InvalidCursor => ErrorData::invalid_params(self.to_string(), None),
+            Self::TasksCapabilityRequired { .. } => {
+                let mut error = ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                );
+                error.message = self.to_string().into();
+                error
+            }
+            Self::ElicitationRequired { .. } => ErrorData::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                self.to_string(),
+                Some(json!({ "requiredCapabilities": { "elicitation": { "form": {} } } })),
+            ),
+            // DESIGN decision 2 chose -32000 (implementation-defined) for this.
+            Self::PollRateExceeded { retry_after_ms } => ErrorData::new(
+                ErrorCode(-32000),
+                self.to_string(),
+                Some(json!({ "retryAfterMs": retry_after_ms })),
+            ),
+            Self::ToolFailed(Some(error)) => ErrorData::new(
+                ErrorCode(i32::try_from(error.code).unwrap_or(-32603)),
+                error.message.clone(),
+                error.data.clone(),
+            ),
+            Self::ToolFailed(None) | Self::CallAbandoned => {
+                ErrorData::internal_error("Tool execution failed", None)
+            }
+            Self::MissingCaller
+            | Self::InvalidStartInput { .. }
+            | Self::TaskMapping { .. }
+            | Self::Wire(_)
+            | Self::Store(_) => {
+                tracing::error!(error = %ErrorChain(self), category = self.category(), "request failed");
+                ErrorData::internal_error("Internal error", None)
+            }
+        }
+    }
+}
+
+impl From<Error> for ErrorData {
+    fn from(error: Error) -> Self {
+        error.to_error_data()
+    }
+}
+
+/// Displays an error with its whole `source()` chain, for logs.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+/// HTTP status of a JSON-RPC error response, per the protocol reference (§A10): 400 for
+/// -32020/-32021/-32022 and for a -32602 about missing `_meta`, 404 for -32601, else 200.
+pub fn http_status(code: ErrorCode, meta_malformed: bool) -> StatusCode {
+    match code {
+        ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::PARSE_ERROR
+        | ErrorCode::INVALID_REQUEST => StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_PARAMS if meta_malformed => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// A JSON-RPC error response with the HTTP status it travels with.
+#[derive(Debug)]
+pub struct JsonRpcErrorResponse {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// The JSON-RPC error message.
+    pub body: JsonRpcError,
+}
+
+impl JsonRpcErrorResponse {
+    /// An error answer to request `id`; the status follows [`http_status`].
+    pub fn new(id: Option<RequestId>, error: ErrorData, meta_malformed: bool) -> Self {
+        Self {
+            status: http_status(error.code, meta_malformed),
+            body: JsonRpcError::new(id, error),
+        }
+    }
+}
+
+impl IntoResponse for JsonRpcErrorResponse {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(self.body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_reference() {
+        assert_eq!(
+            http_status(ErrorCode::HEADER_MISMATCH, false),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            http_status(ErrorCode::METHOD_NOT_FOUND, false),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            http_status(ErrorCode::INVALID_PARAMS, true),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            http_status(ErrorCode::INVALID_PARAMS, false),
+            StatusCode::OK
+        );
+        assert_eq!(
+            http_status(ErrorCode::INTERNAL_ERROR, false),
+            StatusCode::OK
+        );
+    }
+
+    #[test]
+    fn missing_tasks_capability_names_the_extension() {
+        let data = Error::TasksCapabilityRequired { tool: "t".into() }.to_error_data();
+        assert_eq!(data.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        let value = serde_json::to_value(&data).unwrap();
+        assert_eq!(
+            value["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+            json!({})
+        );
+    }
+
+    #[test]
+    fn unknown_and_foreign_tasks_share_one_message() {
+        let data = Error::TaskNotFound.to_error_data();
+        assert_eq!(data.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(data.message, TASK_NOT_FOUND);
+    }
+}

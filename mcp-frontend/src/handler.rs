@@ -1,0 +1,175 @@
+//! The rmcp `ServerHandler`: one per request (the transport is stateless), over [`AppState`].
+//!
+//! rmcp has already checked the headers, `_meta`, the protocol version and, for `tasks/*`, the
+//! tasks capability when these methods run; they only do the work, in [`crate::call`] and
+//! [`crate::tasks`].
+
+use std::borrow::Cow;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, DiscoverResult,
+    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    InitializeResultMethod, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use crate::auth::Caller;
+use crate::error::Error;
+use crate::state::{AppState, server_info, server_info_meta};
+use crate::{call, tasks};
+
+/// Protocol versions served: 2026-07-28, and 2025-11-25 for legacy clients (synchronous calls).
+pub const SUPPORTED_VERSIONS: &[ProtocolVersion] =
+    &[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25];
+
+/// Versions named in `server/discover`: only the modern ones, as the reference SDK does.
+const DISCOVER_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
+
+const INSTRUCTIONS: &str = "Tools run as Kubernetes Jobs. Long calls return a task handle \
+    (io.modelcontextprotocol/tasks): poll tasks/get until the task is terminal.";
+
+/// Serves one MCP request over the shared state.
+#[derive(Clone)]
+pub struct McpHandler {
+    state: AppState,
+}
+
+impl McpHandler {
+    /// A handler over `state`.
+    pub fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+/// Whether this request may receive tasks: it declares the extension on MCP 2026-07-28 or later
+/// (under 2025-11-25 the extension does not exist, whatever the client declares).
+pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    modern
+        && context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// The authenticated caller of the request.
+pub fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, Error> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(Caller::from_parts)
+        .cloned()
+        .ok_or(Error::MissingCaller)
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(server_info())
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(SUPPORTED_VERSIONS)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // The answer does not depend on the caller, so shared caches may keep it.
+        Ok(
+            DiscoverResult::from_server_info(DISCOVER_VERSIONS.to_vec(), self.get_info())
+                .with_ttl_ms(self.state.config.discover_ttl_ms)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // A modern envelope marks a 2026-07-28 client, for which initialize no longer exists.
+        if context.meta.protocol_version().is_some() {
+            return Err(ErrorData::method_not_found::<InitializeResultMethod>());
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // One page holds every tool, so no cursor is ever issued.
+        if request.and_then(|r| r.cursor).is_some() {
+            return Err(Error::InvalidCursor.into());
+        }
+        let snapshot = self.state.tools.snapshot();
+        let mut result = ListToolsResult::with_all_items(
+            snapshot.iter().map(|entry| entry.tool.clone()).collect(),
+        );
+        result.ttl_ms = Some(self.state.config.tools_list_ttl_ms);
+        result.cache_scope = Some(CacheScope::Public);
+        result.meta = Some(server_info_meta());
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.state
+            .tools
+            .snapshot()
+            .get(name)
+            .map(|e| e.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(call::call_tool(&self.state, request, &context).await?)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = caller(&context)?;
+        Ok(tasks::get_task(&self.state, &caller, &request.task_id).await?)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = caller(&context)?;
+        Ok(tasks::update_task(
+            &self.state,
+            &caller,
+            &request.task_id,
+            request.input_responses,
+        )
+        .await?)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = caller(&context)?;
+        Ok(tasks::cancel_task(&self.state, &caller, &request.task_id).await?)
+    }
+}

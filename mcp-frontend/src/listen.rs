@@ -1,0 +1,183 @@
+//! `subscriptions/listen` with `taskIds`: our own route, because rmcp 3.11's
+//! `SubscriptionFilter` has no `taskIds` and its subscription sink refuses
+//! `notifications/tasks`. The request is validated here by the rules rmcp applies to the other
+//! methods; the answer is an SSE stream fed by the task watch.
+
+use std::collections::{BTreeSet, HashMap};
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use rmcp::model::{ErrorData, RequestId};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::auth::Caller;
+use crate::error::JsonRpcErrorResponse;
+use crate::state::{AppState, server_info_meta};
+use crate::tasks::find_task;
+use crate::wire;
+
+mod request;
+
+/// The JSON-RPC method served here.
+pub const METHOD: &str = "subscriptions/listen";
+const SUBSCRIPTION_ID: &str = mcp_task_operator_crds::wire::SUBSCRIPTION_ID_META;
+/// Events buffered per stream before the producer waits for the client.
+const STREAM_BUFFER: usize = 32;
+
+/// Answers a `subscriptions/listen` POST: a JSON-RPC error, or the notification stream.
+pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Response {
+    // The answer is an event stream, so the client must accept one (rmcp answers 406 alike).
+    let accepts_sse = parts
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    if !accepts_sse {
+        return (
+            axum::http::StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: subscriptions/listen answers with text/event-stream",
+        )
+            .into_response();
+    }
+    let listen = match request::validate(&parts, &body) {
+        Ok(listen) => listen,
+        Err(error) => return error.into_response(),
+    };
+    let Some(caller) = Caller::from_parts(&parts).cloned() else {
+        let error = ErrorData::internal_error("Internal error", None);
+        return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();
+    };
+    // Only the caller's live tasks are accepted: the same check as tasks/get.
+    let mut accepted = BTreeSet::new();
+    for id in &listen.task_ids {
+        if find_task(&state, &caller, id).await.is_ok() {
+            accepted.insert(id.clone());
+        }
+    }
+    // Each open stream holds a permit until it ends.
+    let Ok(permit) = state.subscriptions.clone().try_acquire_owned() else {
+        let error = ErrorData::internal_error("Subscription limit reached", None);
+        return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();
+    };
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    tokio::spawn(async move {
+        stream_tasks(state, caller, listen.id, accepted, tx).await;
+        drop(permit);
+    });
+    let mut response = Sse::new(ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
+    response
+}
+/// Produces the stream: the ack, each accepted task's state, then every change, until the
+/// client leaves or the server shuts down (then the graceful final result).
+async fn stream_tasks(
+    state: AppState,
+    caller: Caller,
+    id: RequestId,
+    accepted: BTreeSet<String>,
+    tx: mpsc::Sender<Result<Event, Infallible>>,
+) {
+    let subscription_id = serde_json::to_value(&id).unwrap_or(Value::Null);
+    let ids: Vec<&String> = accepted.iter().collect();
+    let ack = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {
+            "_meta": { SUBSCRIPTION_ID: subscription_id },
+            "notifications": { "taskIds": ids },
+        },
+    });
+    if send(&tx, &ack).await.is_err() {
+        return;
+    }
+    let mut changes = state.tasks.subscribe();
+    let mut last_sent: HashMap<String, Value> = HashMap::new();
+    for task_id in &accepted {
+        notify(
+            &state,
+            &caller,
+            task_id,
+            &subscription_id,
+            &mut last_sent,
+            &tx,
+        )
+        .await;
+    }
+    if !accepted.is_empty() {
+        loop {
+            tokio::select! {
+                () = state.shutdown.cancelled() => break,
+                () = tx.closed() => return,
+                change = changes.recv() => match change {
+                    Ok(task) if accepted.contains(task.task_id()) => {
+                        notify(&state, &caller, task.task_id(), &subscription_id, &mut last_sent, &tx).await;
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        for task_id in &accepted {
+                            notify(&state, &caller, task_id, &subscription_id, &mut last_sent, &tx).await;
+                        }
+                    }
+                    Err(RecvError::Closed) => break,
+                },
+            }
+        }
+    }
+    let mut meta = server_info_meta();
+    meta.insert(SUBSCRIPTION_ID.to_owned(), subscription_id);
+    let done = json!({ "jsonrpc": "2.0", "id": id, "result": { "resultType": "complete", "_meta": meta } });
+    let _ = send(&tx, &done).await;
+}
+
+/// Sends the task's current state if it changed since the last notification.
+async fn notify(
+    state: &AppState,
+    caller: &Caller,
+    task_id: &str,
+    subscription_id: &Value,
+    last_sent: &mut HashMap<String, Value>,
+    tx: &mpsc::Sender<Result<Event, Infallible>>,
+) {
+    let Ok(task) = find_task(state, caller, task_id).await else {
+        return;
+    };
+    let Ok(Value::Object(mut params)) = wire::detailed_task(&task).and_then(|t| {
+        serde_json::to_value(t).map_err(|e| crate::error::Error::TaskMapping {
+            task_id: task_id.to_owned(),
+            reason: e.to_string(),
+        })
+    }) else {
+        return;
+    };
+    if last_sent.get(task_id) == Some(&Value::Object(params.clone())) {
+        return;
+    }
+    last_sent.insert(task_id.to_owned(), Value::Object(params.clone()));
+    params.insert(
+        "_meta".to_owned(),
+        json!({ SUBSCRIPTION_ID: subscription_id }),
+    );
+    let message = json!({ "jsonrpc": "2.0", "method": "notifications/tasks", "params": params });
+    let _ = send(tx, &message).await;
+}
+
+async fn send(tx: &mpsc::Sender<Result<Event, Infallible>>, message: &Value) -> Result<(), ()> {
+    let event = Event::default().event("message").data(message.to_string());
+    tx.send(Ok(event)).await.map_err(|_| ())
+}

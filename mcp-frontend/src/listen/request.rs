@@ -1,0 +1,139 @@
+//! Validation of a `subscriptions/listen` request: the header, `_meta`, version and
+//! capability rules rmcp applies to every other method, in the reference's order.
+
+use axum::http::request::Parts;
+use bytes::Bytes;
+use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, RequestId, RequestMetaObject};
+use serde_json::Value;
+
+use super::METHOD;
+use crate::error::JsonRpcErrorResponse;
+
+/// A validated listen request.
+pub struct Listen {
+    /// The listen request's JSON-RPC ID, which is also the subscription ID.
+    pub id: RequestId,
+    /// The task IDs asked for.
+    pub task_ids: Vec<String>,
+}
+
+/// Header, `_meta`, version and capability checks, in the order of the reference's ladder.
+pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorResponse> {
+    let request: Value = serde_json::from_slice(body).map_err(|_| {
+        JsonRpcErrorResponse::new(
+            None,
+            ErrorData::new(ErrorCode::PARSE_ERROR, "Parse error", None),
+            false,
+        )
+    })?;
+    let id: RequestId = request
+        .get("id")
+        .and_then(|id| serde_json::from_value(id.clone()).ok())
+        .ok_or_else(|| {
+            JsonRpcErrorResponse::new(
+                None,
+                ErrorData::invalid_request("subscriptions/listen needs an id", None),
+                false,
+            )
+        })?;
+    let fail = |error: ErrorData, meta_malformed: bool| {
+        JsonRpcErrorResponse::new(Some(id.clone()), error, meta_malformed)
+    };
+    let params = request.get("params").and_then(Value::as_object);
+    let meta: RequestMetaObject = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default();
+    let header_version = header(parts, "mcp-protocol-version");
+    let body_version = meta.protocol_version();
+    match (&header_version, &body_version) {
+        (Some(h), Some(b)) if h != b.as_str() => {
+            return Err(fail(
+                header_mismatch(format!(
+                    "MCP-Protocol-Version header {h} does not match _meta protocolVersion {b}"
+                )),
+                false,
+            ));
+        }
+        (None, _) => {
+            return Err(fail(
+                header_mismatch("missing MCP-Protocol-Version header".to_owned()),
+                false,
+            ));
+        }
+        _ => {}
+    }
+    let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
+    if !missing.is_empty() {
+        let message = format!(
+            "request _meta is missing or has malformed required fields: {}",
+            missing.join(", ")
+        );
+        return Err(fail(ErrorData::invalid_params(message, None), true));
+    }
+    let Some(version) = body_version else {
+        return Err(fail(
+            ErrorData::invalid_params("request _meta has no protocolVersion", None),
+            true,
+        ));
+    };
+    if version != ProtocolVersion::V_2026_07_28 {
+        let supported = [ProtocolVersion::V_2026_07_28];
+        return Err(fail(
+            ErrorData::unsupported_protocol_version(version, &supported),
+            false,
+        ));
+    }
+    if header(parts, "mcp-method").as_deref() != Some(METHOD) {
+        return Err(fail(
+            header_mismatch(format!("Mcp-Method header must be {METHOD}")),
+            false,
+        ));
+    }
+    let Some(filter) = params
+        .and_then(|p| p.get("notifications"))
+        .and_then(Value::as_object)
+    else {
+        return Err(fail(
+            ErrorData::invalid_params("params.notifications must be an object", None),
+            false,
+        ));
+    };
+    let task_ids = match filter.get("taskIds") {
+        None => Vec::new(),
+        Some(ids) => serde_json::from_value::<Vec<String>>(ids.clone()).map_err(|_| {
+            fail(
+                ErrorData::invalid_params(
+                    "notifications.taskIds must be an array of strings",
+                    None,
+                ),
+                false,
+            )
+        })?,
+    };
+    let declares = meta
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks());
+    if !task_ids.is_empty() && !declares {
+        let error = crate::error::Error::TasksCapabilityRequired {
+            tool: METHOD.to_owned(),
+        };
+        return Err(fail(error.to_error_data(), false));
+    }
+    Ok(Listen { id, task_ids })
+}
+
+/// The header's single value, trimmed; `None` when absent, repeated or not text (all of
+/// which fail the comparison that follows, as rmcp treats them).
+fn header(parts: &Parts, name: &str) -> Option<String> {
+    let mut values = parts.headers.get_all(name).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    value.to_str().ok().map(|v| v.trim().to_owned())
+}
+
+fn header_mismatch(message: String) -> ErrorData {
+    ErrorData::new(ErrorCode::HEADER_MISMATCH, message, None)
+}

@@ -1,0 +1,134 @@
+//! `Host` and `Origin` checks on `/mcp`: DNS-rebinding and cross-origin protection (MCP
+//! Streamable HTTP requires Origin validation; an invalid present Origin gets 403).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::config::Config;
+
+/// Refuses requests whose `Host` is not allowed or whose `Origin`, when present, is not.
+pub async fn check_host_and_origin(
+    State(config): State<Arc<Config>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request_host(&request);
+    if !host.is_some_and(|h| host_allowed(h, &config.allowed_hosts)) {
+        tracing::warn!(host = ?host, "refused request: Host not allowed");
+        return forbidden("Host header is not allowed");
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, &config.allowed_origins));
+        if !allowed {
+            tracing::warn!(origin = ?origin, "refused request: Origin not allowed");
+            return forbidden("Origin header is not allowed");
+        }
+    }
+    next.run(request).await
+}
+
+fn request_host(request: &Request) -> Option<&str> {
+    host_header(request.headers()).or_else(|| request.uri().authority().map(|a| a.as_str()))
+}
+
+fn host_header(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::HOST).and_then(|h| h.to_str().ok())
+}
+
+/// Splits `host[:port]` (IPv6 in brackets) into a lowercase host and an optional port.
+fn split_authority(authority: &str) -> Option<(String, Option<&str>)> {
+    let authority = authority.trim();
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let port = rest[end + 1..].strip_prefix(':');
+        (&authority[..end + 2], port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty()
+        || port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// `allowed` entries are `name` (any port) or `name:port`.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let Some((host, port)) = split_authority(host) else {
+        return false;
+    };
+    allowed
+        .iter()
+        .filter_map(|a| split_authority(a))
+        .any(|(name, allowed_port)| {
+            name == host && (allowed_port.is_none() || allowed_port == port)
+        })
+}
+
+/// `allowed` entries are `scheme://host[:port]`; the port `*` matches any port.
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    allowed.iter().any(|entry| {
+        let entry = entry.trim().trim_end_matches('/').to_ascii_lowercase();
+        match entry.strip_suffix(":*") {
+            Some(prefix) => {
+                origin == prefix
+                    || origin.strip_prefix(prefix).is_some_and(|rest| {
+                        rest.strip_prefix(':')
+                            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                    })
+            }
+            None => origin == entry,
+        }
+    })
+}
+
+fn forbidden(message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "error": { "code": -32600, "message": format!("Forbidden: {message}") },
+    });
+    (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_optional_port() {
+        let allowed = list(&["localhost", "mcp.example:8443", "[::1]"]);
+        assert!(host_allowed("localhost:8080", &allowed));
+        assert!(host_allowed("LOCALHOST", &allowed));
+        assert!(host_allowed("mcp.example:8443", &allowed));
+        assert!(!host_allowed("mcp.example:443", &allowed));
+        assert!(host_allowed("[::1]:8080", &allowed));
+        assert!(!host_allowed("evil.example", &allowed));
+        assert!(!host_allowed("localhost:x", &allowed));
+    }
+
+    #[test]
+    fn origins_match_exactly_or_by_wildcard_port() {
+        let allowed = list(&["https://app.example", "http://localhost:*"]);
+        assert!(origin_allowed("https://app.example", &allowed));
+        assert!(!origin_allowed("https://app.example:8443", &allowed));
+        assert!(origin_allowed("http://localhost:3000", &allowed));
+        assert!(!origin_allowed("http://localhost.evil:3000", &allowed));
+        assert!(!origin_allowed("null", &allowed));
+    }
+}

@@ -1,0 +1,94 @@
+//! Shared state of the front end: configuration and the stores, each behind an `Arc`.
+
+use std::sync::Arc;
+
+use prometheus_client::registry::Registry;
+use rmcp::model::Implementation;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Auth;
+use crate::config::{AuthMode, Config};
+use crate::metrics::Metrics;
+use crate::ratelimit::PollLimiter;
+use crate::store::TaskStore;
+use crate::tools::ToolCatalog;
+
+/// Everything a request handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Settings read at startup.
+    pub config: Arc<Config>,
+    /// Where tasks live.
+    pub tasks: Arc<dyn TaskStore>,
+    /// The served tools.
+    pub tools: Arc<dyn ToolCatalog>,
+    /// Cancelled on shutdown: ends open streams and waits.
+    pub shutdown: CancellationToken,
+    /// Request metrics.
+    pub metrics: Arc<Metrics>,
+    /// The registry `/metrics` encodes.
+    pub registry: Arc<Registry>,
+    /// How callers are authenticated.
+    pub auth: Auth,
+    /// Permits for open `subscriptions/listen` streams.
+    pub subscriptions: Arc<Semaphore>,
+    /// The `tasks/get` rate limit, when configured.
+    pub poll_limiter: Option<Arc<PollLimiter>>,
+}
+
+impl AppState {
+    /// State over the given stores, with a fresh shutdown token.
+    pub fn new(config: Config, tasks: Arc<dyn TaskStore>, tools: Arc<dyn ToolCatalog>) -> Self {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        // A token mode without an authenticator (see `with_auth`) refuses every request.
+        let auth = match config.auth_mode {
+            AuthMode::None => Auth::None,
+            AuthMode::StaticTokens | AuthMode::TokenReview => Auth::Unavailable,
+        };
+        Self {
+            auth,
+            subscriptions: Arc::new(Semaphore::new(config.max_subscriptions)),
+            poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
+                let rate = config.poll_rate_per_second;
+                Arc::new(PollLimiter::new(rate, rate * 2.0))
+            }),
+            config: Arc::new(config),
+            tasks,
+            tools,
+            shutdown: CancellationToken::new(),
+            metrics: Arc::new(metrics),
+            registry: Arc::new(registry),
+        }
+    }
+
+    /// The same state authenticating with `auth`.
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Whether both watch caches have synced (the `/readyz` condition).
+    pub fn is_ready(&self) -> bool {
+        self.tasks.is_synced() && self.tools.is_synced()
+    }
+}
+
+/// This server's MCP identity (`serverInfo`).
+pub fn server_info() -> Implementation {
+    let mut info = Implementation::default();
+    info.name = "mcp-task-operator".to_owned();
+    info.title = Some("mcp-task-operator".to_owned());
+    info.version = env!("CARGO_PKG_VERSION").to_owned();
+    info
+}
+
+/// Result `_meta` carrying `io.modelcontextprotocol/serverInfo`, which every result SHOULD have.
+pub fn server_info_meta() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::default();
+    if let Ok(info) = serde_json::to_value(server_info()) {
+        meta.insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
+    }
+    meta
+}

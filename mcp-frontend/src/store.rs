@@ -1,0 +1,73 @@
+//! Task and tool state behind traits, so the MCP handler never talks to Kubernetes directly.
+//!
+//! Production uses the kube-backed implementations (watch caches over `McpTask` and `McpTool`
+//! in one namespace); HTTP tests use the in-memory double in [`memory`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::jiff::Timestamp;
+use mcp_task_operator_crds::McpTask;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+pub mod kube;
+pub mod kube_tools;
+#[cfg(test)]
+pub mod memory;
+
+/// Why the task store could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A call to the Kubernetes API server failed.
+    #[error("failed to {operation} McpTask {name}")]
+    Api {
+        /// What was attempted (`create`, `get`, `patch`).
+        operation: &'static str,
+        /// The task ID.
+        name: String,
+        /// The client error.
+        #[source]
+        source: ::kube::Error,
+    },
+    /// The store refused the call for a reason of its own (used by test doubles).
+    #[error("task store unavailable during {operation}")]
+    Unavailable {
+        /// What was attempted.
+        operation: &'static str,
+    },
+}
+
+/// Where tasks live. Every method is idempotent; implementations make a replica's own writes
+/// visible to its next [`TaskStore::get`].
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new task and returns it as stored. Once this returns, [`TaskStore::get`] for
+    /// its name succeeds on every replica (the MCP durability rule for `CreateTaskResult`).
+    fn create(&self, task: McpTask) -> BoxFuture<'_, Result<Arc<McpTask>, StoreError>>;
+
+    /// The task named `id`, from the watch cache, or read directly on a cache miss.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>>;
+
+    /// Merges `responses` into `spec.inputResponses` (the caller has filtered them to
+    /// outstanding keys).
+    fn merge_input_responses<'a>(
+        &'a self,
+        id: &'a str,
+        responses: BTreeMap<String, Value>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Sets the cancel annotation `mcptasks.io/cancel-requested` to `at`, unless already set.
+    fn request_cancel<'a>(
+        &'a self,
+        id: &'a str,
+        at: Timestamp,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Every later change to any task, as the watch sees it. Lagging receivers lose old
+    /// events, so consumers re-read with [`TaskStore::get`] after a lag.
+    fn subscribe(&self) -> broadcast::Receiver<Arc<McpTask>>;
+
+    /// Whether the watch cache has completed its initial list.
+    fn is_synced(&self) -> bool;
+}

@@ -1,0 +1,295 @@
+//! Transport and envelope rules: discover, `_meta`, headers, versions, removed methods.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+
+use super::*;
+
+#[tokio::test]
+async fn discover_advertises_tools_and_the_tasks_extension_exactly() {
+    let (state, _) = test_state();
+    let (status, body) = call(
+        &state,
+        rpc("server/discover", json!({"_meta": meta(false)})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = &body["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["supportedVersions"], json!([V]));
+    assert_eq!(result["capabilities"]["extensions"][TASKS], json!({}));
+    assert!(result["capabilities"]["tools"].is_object());
+    assert!(result["capabilities"].get("tasks").is_none());
+    assert_eq!(result["ttlMs"], 60_000);
+    assert_eq!(result["cacheScope"], "public");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-task-operator"
+    );
+    assert!(result.get("protocolVersion").is_none());
+    assert!(result.get("serverInfo").is_none());
+}
+
+#[tokio::test]
+async fn missing_meta_keys_are_invalid_params_with_400() {
+    let (state, _) = test_state();
+    let mut no_version = meta(false);
+    no_version
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/protocolVersion");
+    let mut no_caps = meta(false);
+    no_caps
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    for params in [
+        json!({}),
+        json!({"_meta": no_version}),
+        json!({"_meta": no_caps}),
+    ] {
+        let body = rpc("server/discover", params);
+        let request = post(&body)
+            .header("mcp-protocol-version", V)
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let (status, answer) = send(&state, request).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert_eq!(answer["id"], 1);
+    }
+}
+
+#[tokio::test]
+async fn meta_without_client_info_is_served() {
+    let (state, _) = test_state();
+    let mut m = meta(false);
+    m.as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientInfo");
+    let (status, body) = call(&state, rpc("tools/list", json!({"_meta": m}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn version_header_disagreeing_with_meta_is_header_mismatch() {
+    let (state, _) = test_state();
+    let body = rpc("tools/list", json!({"_meta": meta(false)}));
+    let request = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-method", "tools/list")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, answer) = send(&state, request).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020);
+}
+
+#[tokio::test]
+async fn missing_version_header_is_header_mismatch() {
+    let (state, _) = test_state();
+    let body = rpc("tools/list", json!({"_meta": meta(false)}));
+    let request = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-method", "tools/list")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, answer) = send(&state, request).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020);
+}
+
+#[tokio::test]
+async fn unsupported_version_is_32022_naming_both_sides() {
+    let (state, _) = test_state();
+    let mut m = meta(false);
+    m["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let (status, body) = call(&state, rpc("tools/list", json!({"_meta": m}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], -32022);
+    assert_eq!(body["error"]["data"]["requested"], "v999.0.0");
+    assert!(
+        body["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(V))
+    );
+}
+
+#[tokio::test]
+async fn mcp_method_and_name_headers_must_match_the_body() {
+    let (state, _) = test_state();
+    let body = rpc("tasks/get", json!({"taskId": "abc", "_meta": meta(true)}));
+    for (header, value) in [("mcp-name", "other"), ("mcp-method", "tasks/cancel")] {
+        let request = post(&body)
+            .header(header, value)
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        // A second value for the header: rmcp refuses duplicates and mismatches alike.
+        let (status, answer) = send(&state, request).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert_eq!(answer["error"]["code"], -32020, "{answer}");
+    }
+    let request = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", V)
+        .header("mcp-method", "tasks/get")
+        .header("mcp-name", "other")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, answer) = send(&state, request).await;
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+}
+
+#[tokio::test]
+async fn removed_and_unknown_methods_are_404_method_not_found() {
+    let (state, _) = test_state();
+    for method in [
+        "tasks/result",
+        "tasks/list",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "no/such/method",
+        "initialize",
+    ] {
+        let mut params = json!({"_meta": meta(true)});
+        if method == "initialize" {
+            params["protocolVersion"] = json!(V);
+            params["capabilities"] = json!({});
+            params["clientInfo"] = json!({"name": "t", "version": "1"});
+        }
+        if method == "resources/subscribe" {
+            params["uri"] = json!("file:///x");
+        }
+        if method == "logging/setLevel" {
+            params["level"] = json!("info");
+        }
+        let (status, body) = call(&state, rpc(method, params)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32601, "{method}: {body}");
+        assert_eq!(body["id"], 1);
+    }
+}
+
+#[tokio::test]
+async fn legacy_initialize_is_answered_statelessly() {
+    let (state, _) = test_state();
+    let body = rpc(
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"},
+        }),
+    );
+    let request = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = crate::app(state.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["result"]["protocolVersion"], "2025-11-25", "{body}");
+}
+
+#[tokio::test]
+async fn tools_list_shows_ready_tools_with_schemas_as_written() {
+    let (state, _) = test_state();
+    let (status, body) = call(&state, rpc("tools/list", json!({"_meta": meta(false)}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let tools = body["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["confirm_delete", "failing_job", "greet", "slow_compute"]
+    );
+    assert_eq!(tools[2]["inputSchema"]["required"], json!(["name"]));
+    assert!(tools[2].get("execution").is_none());
+    assert_eq!(body["result"]["ttlMs"], 5_000);
+    assert_eq!(body["result"]["cacheScope"], "public");
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_forbidden() {
+    let (state, _) = test_state();
+    let body = rpc("server/discover", json!({"_meta": meta(false)}));
+    let evil_host = post_to_host(&body, "evil.example", &[]);
+    assert_eq!(send(&state, evil_host).await.0, StatusCode::FORBIDDEN);
+    let evil_origin = post_to_host(&body, "localhost", &[("origin", "https://evil.example")]);
+    assert_eq!(send(&state, evil_origin).await.0, StatusCode::FORBIDDEN);
+    let good_origin = post_to_host(&body, "localhost", &[("origin", "https://app.example")]);
+    assert_eq!(send(&state, good_origin).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn get_on_the_endpoint_is_405_and_probes_answer() {
+    let (state, _) = test_state();
+    let get = Request::get("/mcp")
+        .header("host", "localhost")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&state, get).await.0, StatusCode::METHOD_NOT_ALLOWED);
+    for path in ["/healthz", "/readyz"] {
+        let probe = Request::get(path).body(Body::empty()).unwrap();
+        assert_eq!(send(&state, probe).await.0, StatusCode::OK, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_method_and_status() {
+    let (state, _) = test_state();
+    call(&state, rpc("tools/list", json!({"_meta": meta(false)}))).await;
+    call(&state, rpc("tasks/list", json!({"_meta": meta(true)}))).await;
+    let (status, body) = send(
+        &state,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let text = body.as_str().unwrap();
+    assert!(
+        text.contains(r#"mcp_frontend_requests_total{method="tools/list",status="200"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_frontend_requests_total{method="other",status="404"} 1"#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn readyz_waits_for_the_caches() {
+    struct Unsynced;
+    impl crate::tools::ToolCatalog for Unsynced {
+        fn snapshot(&self) -> std::sync::Arc<crate::tools::CatalogSnapshot> {
+            std::sync::Arc::default()
+        }
+        fn is_synced(&self) -> bool {
+            false
+        }
+    }
+    let (state, _) = test_state();
+    let state = AppState {
+        tools: std::sync::Arc::new(Unsynced),
+        ..state
+    };
+    let probe = Request::get("/readyz").body(Body::empty()).unwrap();
+    assert_eq!(send(&state, probe).await.0, StatusCode::SERVICE_UNAVAILABLE);
+}

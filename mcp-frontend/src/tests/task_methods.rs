@@ -1,0 +1,194 @@
+//! `tasks/get`, `tasks/update`, `tasks/cancel`.
+
+use axum::http::StatusCode;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcp_task_operator_crds::CANCEL_REQUESTED_ANNOTATION;
+use serde_json::json;
+
+use super::*;
+use crate::error::{TASK_EXPIRED, TASK_NOT_FOUND};
+
+#[tokio::test]
+async fn non_declaring_task_requests_get_32021_before_any_lookup() {
+    let (state, _) = test_state();
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let mut params = json!({"taskId": "gate-test", "_meta": meta(false)});
+        if method == "tasks/update" {
+            params["inputResponses"] = json!({});
+        }
+        let (status, body) = call(&state, rpc(method, params)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32021, "{method}: {body}");
+        assert_eq!(
+            body["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
+            json!({})
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_foreign_and_malformed_ids_look_the_same() {
+    let (state, store) = test_state();
+    let foreign = stored_task(&store, "someone-else", working());
+    let unknown = mcp_task_operator_crds::task_id::generate();
+    for id in [foreign.as_str(), unknown.as_str(), "gate-test"] {
+        for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+            let params = json!({"taskId": id, "inputResponses": {}, "_meta": meta(true)});
+            let (status, body) = call(&state, rpc(method, params)).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["error"]["code"], -32602, "{method} {id}: {body}");
+            assert_eq!(body["error"]["message"], TASK_NOT_FOUND);
+        }
+    }
+    assert!(!store.peek(&foreign).unwrap().is_cancel_requested());
+}
+
+#[tokio::test]
+async fn expired_tasks_answer_task_has_expired_to_their_owner() {
+    let (state, store) = test_state();
+    let id = stored_task(&store, anonymous(), working());
+    store.update(&id, |t| {
+        let past = Timestamp::now()
+            .checked_sub(SignedDuration::from_hours(2))
+            .unwrap();
+        t.metadata.creation_timestamp = Some(Time(past));
+    });
+    let (_, body) = get_task(&state, &id).await;
+    assert_eq!(body["error"]["code"], -32602);
+    assert_eq!(body["error"]["message"], TASK_EXPIRED);
+}
+
+#[tokio::test]
+async fn get_shows_each_status_with_its_payload() {
+    let (state, store) = test_state();
+    let completed = stored_task(
+        &store,
+        anonymous(),
+        Some(status(
+            json!({"status": "completed", "statusMessage": "done",
+        "result": {"content": [{"type": "text", "text": "ok"}], "isError": true}}),
+        )),
+    );
+    let (_, body) = get_task(&state, &completed).await;
+    let result = &body["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["statusMessage"], "done");
+    assert_eq!(result["result"]["resultType"], "complete");
+    assert_eq!(result["result"]["isError"], true);
+    assert!(result.get("error").is_none() && result.get("requestState").is_none());
+
+    let failed = stored_task(
+        &store,
+        anonymous(),
+        Some(status(json!({"status": "failed",
+        "error": {"code": -32603, "message": "boom"}}))),
+    );
+    let (_, body) = get_task(&state, &failed).await;
+    assert_eq!(body["result"]["status"], "failed");
+    assert_eq!(
+        body["result"]["error"],
+        json!({"code": -32603, "message": "boom"})
+    );
+    assert!(body["result"].get("result").is_none());
+
+    let cancelled = stored_task(
+        &store,
+        anonymous(),
+        Some(status(json!({"status": "cancelled"}))),
+    );
+    let (_, body) = get_task(&state, &cancelled).await;
+    assert_eq!(body["result"]["status"], "cancelled");
+    assert_eq!(body["result"]["ttlMs"], 3_600_000);
+}
+
+fn elicitation(message: &str) -> Value {
+    json!({"method": "elicitation/create", "params": {"mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}})
+}
+
+#[tokio::test]
+async fn update_merges_only_outstanding_answers_and_get_drops_answered_keys() {
+    let (state, store) = test_state();
+    let id = stored_task(
+        &store,
+        anonymous(),
+        Some(status(json!({"status": "input_required",
+        "inputRequests": {"a": elicitation("A?"), "b": elicitation("B?")}}))),
+    );
+    let (_, body) = get_task(&state, &id).await;
+    let requests = body["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["a", "b"]);
+
+    let params = json!({"taskId": id, "_meta": meta(true), "inputResponses": {
+        "a": {"action": "accept", "content": {"ok": true}}, "unknown-key": {"ignored": true}}});
+    let (status, ack) = call(&state, rpc("tasks/update", params)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    let stored = store.peek(&id).unwrap();
+    let responses = stored.spec.input_responses.as_ref().unwrap();
+    assert_eq!(responses.keys().collect::<Vec<_>>(), ["a"]);
+
+    let (_, body) = get_task(&state, &id).await;
+    assert_eq!(body["result"]["status"], "input_required");
+    let requests = body["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["b"]);
+
+    let bad =
+        json!({"taskId": id, "_meta": meta(true), "inputResponses": {"b": {"action": "maybe"}}});
+    let (_, body) = call(&state, rpc("tasks/update", bad)).await;
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+}
+
+#[tokio::test]
+async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
+    let (state, store) = test_state();
+    let id = stored_task(&store, anonymous(), working());
+    for _ in 0..2 {
+        let (status, ack) = call(
+            &state,
+            rpc("tasks/cancel", json!({"taskId": id, "_meta": meta(true)})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    }
+    let annotations = store
+        .peek(&id)
+        .unwrap()
+        .metadata
+        .annotations
+        .clone()
+        .unwrap();
+    assert!(annotations.contains_key(CANCEL_REQUESTED_ANNOTATION));
+
+    let done = stored_task(
+        &store,
+        anonymous(),
+        Some(status(
+            json!({"status": "completed", "result": {"content": []}}),
+        )),
+    );
+    let (_, ack) = call(
+        &state,
+        rpc("tasks/cancel", json!({"taskId": done, "_meta": meta(true)})),
+    )
+    .await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert!(!store.peek(&done).unwrap().is_cancel_requested());
+}
+
+#[tokio::test]
+async fn polling_faster_than_the_configured_rate_gets_retry_after() {
+    let (state, store) = test_state_with(&[("POLL_RATE_PER_SECOND", "1")]);
+    let id = stored_task(&store, anonymous(), working());
+    for _ in 0..2 {
+        let (_, body) = get_task(&state, &id).await;
+        assert_eq!(body["result"]["status"], "working", "{body}");
+    }
+    let (status, body) = get_task(&state, &id).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert!(body["error"]["data"]["retryAfterMs"].as_u64().unwrap() > 0);
+}

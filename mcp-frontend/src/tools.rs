@@ -1,0 +1,222 @@
+//! The tools the front end serves: each Ready `McpTool` turned into an MCP `Tool`, with its
+//! compiled argument validator and call settings.
+//!
+//! [`ToolCatalog`] is the trait the handler reads; [`CatalogSnapshot`] is the immutable value a
+//! watch publishes after every change, so `tools/list` never waits on a lock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_task_operator_crds::{McpTool, StartInput, TaskSupport};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::Value;
+
+/// A tool as served: what `tools/list` shows plus how its calls run.
+#[derive(Debug)]
+pub struct ToolEntry {
+    /// The MCP tool, schemas exactly as written in the `McpTool`.
+    pub tool: Tool,
+    /// Whether calls become tasks.
+    pub task_support: TaskSupport,
+    /// How long a synchronous call waits for its task.
+    pub sync_timeout: Duration,
+    /// `ttlMs` of new tasks; `None` is unlimited.
+    pub ttl_ms: Option<i64>,
+    /// `pollIntervalMs` of new tasks.
+    pub poll_interval_ms: i64,
+    /// Questions asked before a task is created, by key.
+    pub start_inputs: BTreeMap<String, StartInput>,
+    validator: jsonschema::Validator,
+}
+
+/// Why an `McpTool` cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The input schema does not compile.
+    #[error("inputSchema of tool {tool} is not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The MCP tool name.
+        tool: String,
+        /// The compiler's complaint.
+        reason: String,
+    },
+}
+
+impl ToolEntry {
+    /// Builds the served form of `mcp_tool`, compiling its input schema once.
+    pub fn new(mcp_tool: &McpTool) -> Result<Self, ToolError> {
+        let spec = &mcp_tool.spec;
+        let name = mcp_tool.mcp_name();
+        let input_schema = Value::Object(spec.input_schema.clone());
+        // NB: built without remote resolution (default features off), so a `$ref` to a URL
+        // fails here instead of making the front end fetch it.
+        let validator =
+            jsonschema::validator_for(&input_schema).map_err(|e| ToolError::InvalidSchema {
+                tool: name.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut tool = Tool::default();
+        tool.name = name.into();
+        tool.title = spec.title.clone();
+        tool.description = spec.description.clone().map(Into::into);
+        tool.input_schema = Arc::new(spec.input_schema.clone());
+        tool.output_schema = spec.output_schema.clone().map(Arc::new);
+        tool.annotations = spec.annotations.as_ref().map(|a| {
+            let mut out = ToolAnnotations::default();
+            out.title = a.title.clone();
+            out.read_only_hint = a.read_only_hint;
+            out.destructive_hint = a.destructive_hint;
+            out.idempotent_hint = a.idempotent_hint;
+            out.open_world_hint = a.open_world_hint;
+            out
+        });
+        Ok(Self {
+            tool,
+            task_support: spec.task_support,
+            sync_timeout: Duration::from_secs(spec.sync_timeout_seconds.max(1).unsigned_abs()),
+            ttl_ms: mcp_tool.task_ttl_ms(),
+            poll_interval_ms: spec.poll_interval_ms,
+            start_inputs: spec.start_inputs.clone().unwrap_or_default(),
+            validator,
+        })
+    }
+
+    /// The MCP name.
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// Checks `arguments` against the input schema; the error says which argument is wrong
+    /// and why (every violation, joined).
+    pub fn validate_arguments(&self, arguments: &JsonObject) -> Result<(), String> {
+        let instance = Value::Object(arguments.clone());
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let at = if path.is_empty() {
+                    "arguments".to_owned()
+                } else {
+                    format!("arguments{path}")
+                };
+                format!("{at}: {e}")
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+/// An immutable set of served tools, sorted by MCP name.
+#[derive(Debug, Default)]
+pub struct CatalogSnapshot {
+    tools: BTreeMap<String, Arc<ToolEntry>>,
+}
+
+impl CatalogSnapshot {
+    /// Builds a snapshot from `McpTool`s: only Ready ones; a tool whose schema does not
+    /// compile is logged and left out.
+    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a McpTool>) -> Self {
+        let mut out = BTreeMap::new();
+        for mcp_tool in tools.into_iter().filter(|t| t.is_ready()) {
+            match ToolEntry::new(mcp_tool) {
+                Ok(entry) => {
+                    out.insert(entry.name().to_owned(), Arc::new(entry));
+                }
+                Err(error) => tracing::warn!(error = %error, "skipping tool"),
+            }
+        }
+        Self { tools: out }
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// All tools, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.tools.values()
+    }
+}
+
+/// Read access to the served tools.
+pub trait ToolCatalog: Send + Sync + 'static {
+    /// The current snapshot.
+    fn snapshot(&self) -> Arc<CatalogSnapshot>;
+    /// Whether the watch behind the catalog has completed its initial list.
+    fn is_synced(&self) -> bool;
+}
+
+/// A catalog that never changes; for tests and for a front end without a cluster.
+#[derive(Debug, Default)]
+pub struct StaticCatalog(pub Arc<CatalogSnapshot>);
+
+impl ToolCatalog for StaticCatalog {
+    fn snapshot(&self) -> Arc<CatalogSnapshot> {
+        self.0.clone()
+    }
+
+    fn is_synced(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(name: &str, ready: bool, schema: Value) -> McpTool {
+        serde_json::from_value(json!({
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTool",
+            "metadata": {"name": name},
+            "spec": {"inputSchema": schema, "template": {"spec": {"containers": [{"name": "tool", "image": "x"}]}}},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
+                "reason": "R", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn snapshot_keeps_ready_tools_with_compiling_schemas_sorted_by_name() {
+        let tools = [
+            tool("zeta", true, json!({"type": "object"})),
+            tool("alpha", true, json!({"type": "object"})),
+            tool("not-ready", false, json!({"type": "object"})),
+            tool(
+                "broken",
+                true,
+                json!({"type": "object", "properties": {"a": {"type": 7}}}),
+            ),
+        ];
+        let snapshot = CatalogSnapshot::from_tools(tools.iter());
+        let names: Vec<&str> = snapshot.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["alpha", "zeta"]);
+    }
+
+    #[test]
+    fn validation_names_every_wrong_argument() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+            "required": ["n"], "additionalProperties": false});
+        let entry = ToolEntry::new(&tool("t", true, schema)).unwrap();
+        let args = json!({"s": 1, "extra": true});
+        let reason = entry
+            .validate_arguments(args.as_object().unwrap())
+            .unwrap_err();
+        assert!(reason.contains("arguments/s"), "{reason}");
+        assert!(reason.contains("\"n\" is a required property"), "{reason}");
+        assert!(reason.contains("extra"), "{reason}");
+        assert!(
+            entry
+                .validate_arguments(json!({"n": 1}).as_object().unwrap())
+                .is_ok()
+        );
+    }
+}
