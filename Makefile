@@ -69,6 +69,10 @@ images: ## build the example tool images (imported when the cluster runs)
 
 .PHONY: integration
 integration: ## integration and end-to-end tests against the running local cluster
+	cargo build --locked --bin mcp-task-frontend --bin mcp-task-operator
+	MTO_CLIENTS=$$(hack/clients.sh) \
+	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
+	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked -- --test-threads=4
 
 # `make test` runs every tier. The cluster is started once and stopped at the end, also when a
