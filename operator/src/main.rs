@@ -1,5 +1,105 @@
-//! Entry point; the real server arrives with its issue.
+//! Entry point: load the configuration, start tracing and the probe server, then run the
+//! controllers for as long as this replica holds the leader Lease.
 
-fn main() {
-    println!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
+use std::sync::Arc;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::ListParams;
+use mcp_task_operator::config::Config;
+use mcp_task_operator::context::Context;
+use mcp_task_operator::controller::{mcp_task, mcp_tool};
+use mcp_task_operator::state::State;
+use mcp_task_operator::{http, leader, telemetry};
+use mcp_task_operator_crds::{McpTask, McpTool};
+use tokio::sync::watch;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    telemetry::init();
+    let config = Arc::new(Config::from_env()?);
+    let state = State::default();
+    let shutdown = shutdown_signal()?;
+
+    let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
+    let server = axum::serve(listener, http::app(state.clone()))
+        .with_graceful_shutdown(wait(shutdown.clone()));
+    tokio::spawn(async move {
+        if let Err(e) = server.await {
+            tracing::error!(error = %e, "probe server failed");
+        }
+    });
+
+    let client = kube::Client::try_default().await?;
+    if let Err(e) = check_crds(&client).await {
+        tracing::error!(
+            error = %e,
+            "the McpTool and McpTask CRDs are not installed or not readable; install them with \
+             `kubectl apply --server-side -f crds/yaml/` or the Helm chart"
+        );
+        std::process::exit(1);
+    }
+    state.set_ready(true);
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
+    let (lease, me, duration) = (&config.lease_name, &config.identity, config.lease_duration);
+    tokio::select! {
+        () = leader::acquire(&leases, lease, me, duration) => {}
+        () = wait(shutdown.clone()) => return Ok(()),
+    }
+    state.metrics().set_leader(true);
+    tracing::info!(identity = %me, "became leader; starting controllers");
+
+    let (trigger, triggers) = futures::channel::mpsc::unbounded();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        state.metrics(),
+        config.clone(),
+        trigger,
+    ));
+    let controllers = futures::future::join(
+        mcp_task::run(Arc::clone(&ctx), triggers, wait(shutdown.clone())),
+        mcp_tool::run(ctx, wait(shutdown.clone())),
+    );
+    let lost = tokio::select! {
+        _ = controllers => false,
+        () = leader::keep(&leases, lease, me, duration) => true,
+    };
+    state.metrics().set_leader(false);
+    if lost {
+        tracing::error!("lost the leader Lease; exiting so that a standby takes over");
+        std::process::exit(1);
+    }
+    leader::release(&leases, lease, me).await;
+    Ok(())
+}
+
+/// Checks that both CRDs are served and readable with our RBAC.
+async fn check_crds(client: &kube::Client) -> Result<(), kube::Error> {
+    let probe = ListParams::default().limit(1);
+    Api::<McpTask>::all(client.clone()).list(&probe).await?;
+    Api::<McpTool>::all(client.clone()).list(&probe).await?;
+    Ok(())
+}
+
+/// A channel that turns true on SIGTERM or Ctrl-C.
+fn shutdown_signal() -> Result<watch::Receiver<bool>, BoxError> {
+    let (tx, rx) = watch::channel(false);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        tracing::info!("shutting down");
+        let _ = tx.send(true);
+    });
+    Ok(rx)
+}
+
+/// Resolves once `rx` turns true (or its sender is gone).
+async fn wait(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }

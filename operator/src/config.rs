@@ -1,0 +1,196 @@
+//! Operator settings, read once from `MCP_OPERATOR_*` environment variables at startup.
+//!
+//! Invalid values fail startup with the variable's name; every default is documented on its
+//! field. The log filter is `RUST_LOG` and is read by the tracing setup, not here.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Prefix of every operator environment variable.
+pub const ENV_PREFIX: &str = "MCP_OPERATOR_";
+
+/// Typed operator configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Namespace to watch (`MCP_OPERATOR_NAMESPACE`); unset or empty watches all namespaces.
+    pub namespace: Option<String>,
+    /// Address of the /healthz, /readyz and /metrics server (`MCP_OPERATOR_HTTP_ADDR`,
+    /// default `0.0.0.0:8080`).
+    pub http_addr: SocketAddr,
+    /// Shortest time between two non-terminal status writes of one task
+    /// (`MCP_OPERATOR_STATUS_INTERVAL_MS`, default 1000). Terminal statuses are written at once.
+    pub status_interval: Duration,
+    /// Safety-net requeue after a successful reconcile, before jitter
+    /// (`MCP_OPERATOR_RESYNC_SECONDS`, default 300).
+    pub resync: Duration,
+    /// Deadline for Jobs of tools that set no `activeDeadlineSeconds`
+    /// (`MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS`; unset means no deadline).
+    pub default_active_deadline_seconds: Option<i64>,
+    /// Name of the leader-election Lease (`MCP_OPERATOR_LEASE_NAME`, default
+    /// `mcp-task-operator`).
+    pub lease_name: String,
+    /// Namespace of the Lease (`MCP_OPERATOR_LEASE_NAMESPACE`, default the pod's namespace from
+    /// `POD_NAMESPACE`, else `default`).
+    pub lease_namespace: String,
+    /// How long a leader's Lease stays valid without renewal
+    /// (`MCP_OPERATOR_LEASE_DURATION_SECONDS`, default 15).
+    pub lease_duration: Duration,
+    /// This replica's identity in the Lease (`POD_NAME`, else the host name, else `operator`).
+    pub identity: String,
+}
+
+/// A variable holds a value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value {value:?} for {name}: {expected}")]
+pub struct ConfigError {
+    /// The variable's full name.
+    pub name: String,
+    /// The value found.
+    pub value: String,
+    /// What the variable must hold.
+    pub expected: &'static str,
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a variable's value by full name); for tests.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |suffix: &str| {
+            let name = format!("{ENV_PREFIX}{suffix}");
+            let value = lookup(&name).filter(|v| !v.trim().is_empty());
+            (name, value)
+        };
+        let (_, namespace) = var("NAMESPACE");
+        let identity = lookup("POD_NAME")
+            .or_else(|| lookup("HOSTNAME"))
+            .unwrap_or_else(|| "operator".to_owned());
+        let lease_namespace = var("LEASE_NAMESPACE")
+            .1
+            .or_else(|| lookup("POD_NAMESPACE"))
+            .unwrap_or_else(|| "default".to_owned());
+        Ok(Self {
+            namespace,
+            http_addr: parse(
+                var("HTTP_ADDR"),
+                "0.0.0.0:8080",
+                "a socket address such as 0.0.0.0:8080",
+            )?,
+            status_interval: Duration::from_millis(parse(
+                var("STATUS_INTERVAL_MS"),
+                "1000",
+                "a number of milliseconds",
+            )?),
+            resync: Duration::from_secs(positive(var("RESYNC_SECONDS"), 300)?),
+            default_active_deadline_seconds: match var("DEFAULT_ACTIVE_DEADLINE_SECONDS") {
+                (_, None) => None,
+                set => Some(i64::try_from(positive(set, 1)?).unwrap_or(i64::MAX)),
+            },
+            lease_name: var("LEASE_NAME")
+                .1
+                .unwrap_or_else(|| "mcp-task-operator".to_owned()),
+            lease_namespace,
+            lease_duration: Duration::from_secs(positive(var("LEASE_DURATION_SECONDS"), 15)?),
+            identity,
+        })
+    }
+}
+
+fn parse<T: std::str::FromStr>(
+    (name, value): (String, Option<String>),
+    default: &str,
+    expected: &'static str,
+) -> Result<T, ConfigError> {
+    let raw = value.unwrap_or_else(|| default.to_owned());
+    raw.trim().parse().map_err(|_| ConfigError {
+        name,
+        value: raw.clone(),
+        expected,
+    })
+}
+
+fn positive(var: (String, Option<String>), default: u64) -> Result<u64, ConfigError> {
+    let name = var.0.clone();
+    let value = parse::<u64>(var, &default.to_string(), "a positive integer")?;
+    if value == 0 {
+        return Err(ConfigError {
+            name,
+            value: "0".into(),
+            expected: "a positive integer",
+        });
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.namespace, None);
+        assert_eq!(c.http_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(c.status_interval, Duration::from_secs(1));
+        assert_eq!(c.resync, Duration::from_secs(300));
+        assert_eq!(c.default_active_deadline_seconds, None);
+        assert_eq!(c.lease_name, "mcp-task-operator");
+        assert_eq!(c.lease_namespace, "default");
+        assert_eq!(c.lease_duration, Duration::from_secs(15));
+        assert_eq!(c.identity, "operator");
+    }
+
+    #[test]
+    fn reads_every_variable() {
+        let c = config(&[
+            ("MCP_OPERATOR_NAMESPACE", "tools"),
+            ("MCP_OPERATOR_HTTP_ADDR", "127.0.0.1:9000"),
+            ("MCP_OPERATOR_STATUS_INTERVAL_MS", "250"),
+            ("MCP_OPERATOR_RESYNC_SECONDS", "60"),
+            ("MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS", "3600"),
+            ("MCP_OPERATOR_LEASE_NAME", "lease"),
+            ("POD_NAMESPACE", "mcp-system"),
+            ("POD_NAME", "operator-0"),
+        ])
+        .unwrap();
+        assert_eq!(c.namespace.as_deref(), Some("tools"));
+        assert_eq!(c.http_addr.port(), 9000);
+        assert_eq!(c.status_interval, Duration::from_millis(250));
+        assert_eq!(c.resync, Duration::from_secs(60));
+        assert_eq!(c.default_active_deadline_seconds, Some(3600));
+        assert_eq!(c.lease_name, "lease");
+        assert_eq!(c.lease_namespace, "mcp-system");
+        assert_eq!(c.identity, "operator-0");
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable() {
+        let err = config(&[("MCP_OPERATOR_RESYNC_SECONDS", "soon")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_RESYNC_SECONDS");
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"soon\" for MCP_OPERATOR_RESYNC_SECONDS: a positive integer"
+        );
+        assert!(config(&[("MCP_OPERATOR_LEASE_DURATION_SECONDS", "0")]).is_err());
+        assert!(config(&[("MCP_OPERATOR_HTTP_ADDR", "localhost")]).is_err());
+    }
+
+    #[test]
+    fn blank_values_count_as_unset() {
+        let c = config(&[("MCP_OPERATOR_NAMESPACE", " ")]).unwrap();
+        assert_eq!(c.namespace, None);
+    }
+}

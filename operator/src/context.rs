@@ -1,0 +1,118 @@
+//! The context every reconcile gets: client, Event recorder, metrics, configuration, and the
+//! per-task in-memory helpers (log followers, last status write) that only speed things up:
+//! losing them on restart loses nothing the cluster does not hold.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::Client;
+use kube::core::DeserializeGuard;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use mcp_task_operator_crds::{McpTask, McpTool};
+
+use crate::config::Config;
+use crate::controller::FIELD_MANAGER;
+use crate::controller::mcp_task::follow::{Followers, lock};
+use crate::metrics::Metrics;
+
+/// A reference to an McpTask as the McpTask controller watches it (through a guard that turns
+/// a malformed object into a reconcile-time problem instead of a broken watch).
+pub type TaskRef = ObjectRef<DeserializeGuard<McpTask>>;
+
+/// What reconcilers share.
+pub struct Context {
+    /// The Kubernetes client.
+    pub client: Client,
+    /// Publishes Events about the reconciled objects.
+    pub recorder: Recorder,
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+    /// The operator's configuration.
+    pub config: Arc<Config>,
+    /// Log followers of running tasks.
+    pub followers: Followers,
+    /// Asks the McpTask controller to reconcile a task (after new tool output).
+    pub trigger: UnboundedSender<TaskRef>,
+    /// The McpTool controller's cache of tools, once that controller runs.
+    pub tools: OnceLock<Store<DeserializeGuard<McpTool>>>,
+    last_writes: Mutex<HashMap<String, Instant>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context for `client`, reporting Events as this replica.
+    pub fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        config: Arc<Config>,
+        trigger: UnboundedSender<TaskRef>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.to_owned(),
+            instance: Some(config.identity.clone()),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+            config,
+            followers: Followers::default(),
+            trigger,
+            tools: OnceLock::new(),
+            last_writes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Time since the last status write of the task with `uid`, if this replica made one.
+    pub fn since_last_write(&self, uid: &str) -> Option<Duration> {
+        lock(&self.last_writes).get(uid).map(Instant::elapsed)
+    }
+
+    /// Records a status write of the task with `uid` (or forgets it, once the task is done).
+    pub fn record_write(&self, uid: &str, done: bool) {
+        let mut writes = lock(&self.last_writes);
+        if done {
+            writes.remove(uid);
+        } else {
+            writes.insert(uid.to_owned(), Instant::now());
+        }
+    }
+
+    /// Forgets the in-memory state (followers, last writes) of tasks `keep` rejects.
+    pub fn retain_tasks(&self, keep: impl Fn(&str) -> bool) {
+        self.followers.retain(&keep);
+        lock(&self.last_writes).retain(|uid, _| keep(uid));
+    }
+
+    /// Publishes an Event about `obj`; a failure is logged, never fatal.
+    pub async fn publish<K>(&self, obj: &K, reason: &str, note: String, warning: bool)
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_owned(),
+            // Event notes are limited to 1 kB.
+            note: Some(crate::contract::message::shorten(&note, 1000)),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &obj.object_ref(&())).await {
+            tracing::warn!(reason, error = %e, "failed to publish Event");
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! Table-driven tests for the stdout line parser, plus a fuzz-style no-panic check.
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde_json::json;
+
+use super::*;
+use crate::contract::{LineSplitter, MAX_LINE_BYTES};
+
+fn raw(bytes: &[u8]) -> RawLine {
+    RawLine {
+        bytes: bytes.to_vec(),
+        len: bytes.len(),
+        unterminated: false,
+    }
+}
+
+fn parse(bytes: &[u8]) -> Line {
+    parse_line(&raw(bytes), MAX_LINE_BYTES)
+}
+
+fn malformed(bytes: &[u8]) -> Malformed {
+    match parse(bytes) {
+        Line::Malformed(m) => m,
+        other => panic!("{} parsed as {other:?}", String::from_utf8_lossy(bytes)),
+    }
+}
+
+#[test]
+fn plain_lines_are_log_lines() {
+    let cases: [&[u8]; 9] = [
+        b"",
+        b"hello world",
+        b"  {not json",
+        b"[1,2,3]",
+        b"{\"level\":\"info\",\"msg\":\"mcp is great\"}",
+        b"{\"msg\":\"x\",\"mcp\"",
+        b"\"mcp\"",
+        b"42",
+        b"{\"nested\":{\"mcp\":\"result\"}}",
+    ];
+    for bytes in cases {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        assert_eq!(parse(bytes), Line::Log(text), "{bytes:?}");
+    }
+}
+
+#[test]
+fn invalid_utf8_becomes_a_lossy_log_line() {
+    assert_eq!(
+        parse(b"caf\xe9 \xff"),
+        Line::Log("caf\u{fffd} \u{fffd}".into())
+    );
+}
+
+#[test]
+fn status_message_sets_text_and_is_shortened() {
+    assert_eq!(
+        parse(br#"{"mcp":"status","message":"recounted 3 of 64 SKUs"}"#),
+        Line::Message(Message::Status {
+            message: "recounted 3 of 64 SKUs".into()
+        })
+    );
+    let long = json!({"mcp": "status", "message": "x".repeat(5000)}).to_string();
+    let Line::Message(Message::Status { message }) = parse(long.as_bytes()) else {
+        panic!("not a status message");
+    };
+    assert_eq!(message.chars().count(), MAX_STATUS_MESSAGE_CHARS);
+    assert!(message.ends_with('…'));
+}
+
+#[test]
+fn messages_tolerate_whitespace_and_extra_fields() {
+    let line = b"  { \"mcp\" : \"status\", \"message\": \"hi\", \"extra\": 1 }\t";
+    assert_eq!(
+        parse(line),
+        Line::Message(Message::Status {
+            message: "hi".into()
+        })
+    );
+}
+
+#[test]
+fn input_message_carries_validated_requests() {
+    let request = json!({"method": "elicitation/create", "params": {"message": "Approve?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}});
+    let line = json!({"mcp": "input", "requests": {"approve-1": request}}).to_string();
+    let Line::Message(Message::Input { requests }) = parse(line.as_bytes()) else {
+        panic!("not an input message");
+    };
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests["approve-1"], request);
+}
+
+#[test]
+fn result_message_gets_result_type_complete() {
+    let line = br#"{"mcp":"result","result":{"content":[{"type":"text","text":"done"}]}}"#;
+    let Line::Message(Message::Result { result }) = parse(line) else {
+        panic!("not a result message");
+    };
+    assert_eq!(
+        Value::Object(result),
+        json!({"content": [{"type": "text", "text": "done"}], "resultType": "complete"})
+    );
+}
+
+#[test]
+fn error_message_carries_the_json_rpc_error() {
+    let line = br#"{"mcp":"error","error":{"code":-32603,"message":"boom","data":{"k":1}}}"#;
+    assert_eq!(
+        parse(line),
+        Line::Message(Message::Error {
+            error: TaskError {
+                code: -32603,
+                message: "boom".into(),
+                data: Some(json!({"k": 1})),
+            }
+        })
+    );
+}
+
+#[test]
+fn malformed_messages_name_what_is_wrong() {
+    let cases: [(&[u8], Option<&str>, &str); 16] = [
+        (
+            br#"{"mcp":"progress"}"#,
+            Some("progress"),
+            "unknown message kind \"progress\"",
+        ),
+        (br#"{"mcp":7}"#, None, "unknown message kind 7"),
+        (
+            br#"{"mcp":"status"}"#,
+            Some("status"),
+            "\"message\" must be a string",
+        ),
+        (
+            br#"{"mcp":"status","message":3}"#,
+            Some("status"),
+            "\"message\"",
+        ),
+        (
+            br#"{"mcp":"input"}"#,
+            Some("input"),
+            "\"requests\" must be a non-empty object",
+        ),
+        (
+            br#"{"mcp":"input","requests":{}}"#,
+            Some("input"),
+            "non-empty",
+        ),
+        (
+            br#"{"mcp":"input","requests":{"k":{"method":"x/y","params":{}}}}"#,
+            Some("input"),
+            "input request \"k\" is invalid",
+        ),
+        (
+            br#"{"mcp":"input","requests":{"":{"method":"roots/list"}}}"#,
+            Some("input"),
+            "input request \"\" is invalid",
+        ),
+        (
+            br#"{"mcp":"result"}"#,
+            Some("result"),
+            "\"result\" must be a CallToolResult",
+        ),
+        (
+            br#"{"mcp":"result","result":{}}"#,
+            Some("result"),
+            "\"result.content\"",
+        ),
+        (
+            br#"{"mcp":"result","result":{"content":[{"text":"x"}]}}"#,
+            Some("result"),
+            "\"result.content\"",
+        ),
+        (
+            br#"{"mcp":"result","result":{"content":[],"isError":"yes"}}"#,
+            Some("result"),
+            "\"result.isError\" must be a boolean",
+        ),
+        (
+            br#"{"mcp":"result","result":{"content":[],"resultType":"task"}}"#,
+            Some("result"),
+            "\"result.resultType\"",
+        ),
+        (
+            br#"{"mcp":"error","error":{"message":"x"}}"#,
+            Some("error"),
+            "\"error.code\"",
+        ),
+        (
+            br#"{"mcp":"error","error":{"code":1.5,"message":"x"}}"#,
+            Some("error"),
+            "\"error.code\"",
+        ),
+        (
+            br#"{"mcp":"result","result":{"content":[]"#,
+            Some("result"),
+            "not valid JSON",
+        ),
+    ];
+    for (bytes, kind, expected) in cases {
+        let m = malformed(bytes);
+        assert_eq!(m.kind.as_deref(), kind, "{}", m.text);
+        assert!(
+            m.reason.to_string().contains(expected),
+            "{}: {:?} lacks {expected:?}",
+            m.text,
+            m.reason.to_string()
+        );
+        assert_eq!(m.text, String::from_utf8_lossy(bytes));
+    }
+}
+
+#[test]
+fn oversized_result_fails_the_size_bound() {
+    let big = "x".repeat(MAX_RESULT_BYTES);
+    let line = json!({"mcp": "result", "result": {"content": [{"type": "text", "text": big}]}});
+    let Line::Message(Message::ResultTooLarge { bytes }) = parse(line.to_string().as_bytes())
+    else {
+        panic!("expected ResultTooLarge");
+    };
+    assert!(bytes > MAX_RESULT_BYTES);
+}
+
+#[test]
+fn cut_lines_are_classified_from_their_head() {
+    let cut = |head: &[u8], len: usize| RawLine {
+        bytes: head.to_vec(),
+        len,
+        unterminated: false,
+    };
+    let result = parse_line(&cut(br#"{"mcp": "result","result":{"con"#, 5000), 32);
+    assert_eq!(
+        result,
+        Line::Message(Message::ResultTooLarge { bytes: 5000 })
+    );
+
+    let Line::Malformed(status) = parse_line(&cut(br#"{"mcp":"status","mess"#, 5000), 21) else {
+        panic!("expected a malformed status");
+    };
+    assert_eq!(status.kind.as_deref(), Some("status"));
+    assert_eq!(
+        status.reason,
+        MalformedReason::TooLong {
+            bytes: 5000,
+            max: 21
+        }
+    );
+    assert!(status.text.ends_with("[line cut: 5000 bytes]"));
+
+    let log = parse_line(&cut(b"just a very long log", 9000), 20);
+    assert_eq!(
+        log,
+        Line::Log("just a very long log [line cut: 9000 bytes]".into())
+    );
+}
+
+#[test]
+fn shorten_respects_char_boundaries() {
+    assert_eq!(shorten("héllo", 10), "héllo");
+    assert_eq!(shorten("héllo", 3), "hé…");
+    assert_eq!(shorten("ééé", 3), "ééé");
+    assert_eq!(shorten("abc", 0), "…");
+}
+
+/// Arbitrary bytes, split at arbitrary points, never panic and never exceed the line bound.
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let mut rng = StdRng::seed_from_u64(0x6d63_7074);
+    let fragments: [&[u8]; 10] = [
+        b"{\"mcp\":",
+        b"\"result\"",
+        b"\"status\",\"message\":",
+        b"{\"content\":[",
+        b"]}}",
+        b"\n",
+        b"\r\n",
+        b"\xff\xc3",
+        b"\"input\",\"requests\":{\"k\":{\"method\":\"roots/list\"}}}",
+        b"{\"mcp\":\"error\",\"error\":{\"code\":-1,\"message\":\"m\"}}",
+    ];
+    for _ in 0..2000 {
+        let mut stream = Vec::new();
+        for _ in 0..rng.random_range(0..40) {
+            if rng.random_bool(0.5) {
+                stream.extend_from_slice(fragments[rng.random_range(0..fragments.len())]);
+            } else {
+                let n = rng.random_range(0..16);
+                stream.extend((0..n).map(|_| rng.random::<u8>()));
+            }
+        }
+        let max = rng.random_range(0..64);
+        let mut splitter = LineSplitter::new(max);
+        let mut rest = stream.as_slice();
+        let mut lines = Vec::new();
+        while !rest.is_empty() {
+            let n = rng.random_range(1..=rest.len());
+            lines.extend(splitter.push(&rest[..n]));
+            rest = &rest[n..];
+        }
+        lines.extend(splitter.finish());
+        for line in &lines {
+            assert!(line.bytes.len() <= max);
+            let _ = parse_line(line, max);
+        }
+    }
+}

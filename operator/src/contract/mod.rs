@@ -1,0 +1,63 @@
+//! The tool container contract (v1): what a tool image sees and how its stdout is read.
+//!
+//! Everything here is pure: the names a container is given, the splitting of its log byte
+//! stream into bounded lines, the parsing of `{"mcp": ...}` messages and the accumulation of
+//! plain output. The controller feeds it bytes and reads back a [`Progress`].
+
+pub mod input;
+pub mod lines;
+pub mod message;
+pub mod output;
+pub mod progress;
+
+pub use input::{InputRequestError, validate_input_key, validate_input_request};
+pub use lines::{LineSplitter, RawLine};
+pub use message::{Line, Malformed, MalformedReason, Message, parse_line};
+pub use output::OutputBuffer;
+pub use progress::{Progress, ProgressWarning, Terminal};
+
+/// Env var holding the task ID (the McpTask's name).
+pub const ENV_TASK_ID: &str = "MCP_TASK_ID";
+/// Env var holding the MCP name of the tool.
+pub const ENV_TOOL_NAME: &str = "MCP_TOOL_NAME";
+/// Env var holding the call's arguments as a JSON object.
+pub const ENV_TOOL_ARGUMENTS: &str = "MCP_TOOL_ARGUMENTS";
+/// Env var holding the answers to the tool's `startInputs`, as JSON, when it has any.
+pub const ENV_START_INPUTS: &str = "MCP_START_INPUTS";
+
+/// Mount path of the downward-API volume in the tool container.
+pub const MOUNT_PATH: &str = "/var/run/mcp";
+/// Name of the downward-API volume in the pod.
+pub const VOLUME_NAME: &str = "mcp-task";
+/// File (under [`MOUNT_PATH`]) that is empty until cancel, then holds the RFC 3339 request time.
+pub const CANCEL_FILE: &str = "cancel-requested";
+/// File (under [`MOUNT_PATH`]) holding the client's answers as a JSON object (`{}` until then).
+pub const INPUT_RESPONSES_FILE: &str = "input-responses";
+
+/// Pod annotation projected into [`CANCEL_FILE`]; the operator sets it on the live pod.
+pub const POD_CANCEL_ANNOTATION: &str = "mcptasks.io/cancel-requested";
+/// Pod annotation projected into [`INPUT_RESPONSES_FILE`]; the operator keeps it in step.
+pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";
+/// Initial value of [`POD_INPUT_RESPONSES_ANNOTATION`]: no answers yet.
+pub const EMPTY_INPUT_RESPONSES: &str = "{}";
+
+/// Name of the tool container when the template has more than one container.
+pub const TOOL_CONTAINER_NAME: &str = "tool";
+
+/// Longest stdout line kept, in bytes; longer lines are cut and reported.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// Largest serialized `CallToolResult` a task may store (it must fit an etcd object).
+pub const MAX_RESULT_BYTES: usize = 512 * 1024;
+/// Largest serialized `inputRequests` object a single input message may carry.
+pub const MAX_INPUT_MESSAGE_BYTES: usize = 64 * 1024;
+/// Most input requests a task may issue over its lifetime.
+pub const MAX_INPUT_REQUESTS: usize = 64;
+/// Most bytes of input requests (keys and serialized requests) a task may issue over its
+/// lifetime; with the other status fields this keeps the task well inside an etcd object.
+pub const MAX_INPUT_TOTAL_BYTES: usize = 256 * 1024;
+/// Longest status message kept, in characters; longer ones are shortened with an ellipsis.
+pub const MAX_STATUS_MESSAGE_CHARS: usize = 1024;
+/// Bytes of plain output kept from the start of the stream.
+pub const OUTPUT_HEAD_BYTES: usize = 16 * 1024;
+/// Bytes of plain output kept from the end of the stream (the tail reported on failure).
+pub const OUTPUT_TAIL_BYTES: usize = 48 * 1024;

@@ -1,0 +1,205 @@
+//! The McpTask controller's API calls: find the tool, ensure the one Job, read the pod, keep the
+//! pod's annotations in step with the task, delete, and write status by server-side apply.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+use mcp_task_operator_crds::{McpTask, McpTaskStatus, McpTool};
+use serde_json::json;
+
+use super::build::{cancel_annotation_value, input_responses_annotation_value};
+use crate::contract::{POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION};
+use crate::controller::FIELD_MANAGER;
+use crate::error::{Error, KubeOp, Result};
+
+/// Label the Job controller puts on every pod of a Job.
+const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+
+/// The McpTool of `namespace` whose MCP name is `mcp_name`, preferring a Ready one: from the
+/// McpTool controller's cache when it has one, else (a tool newer than the cache, or no cache
+/// yet) from the API server. Malformed tools are skipped, never fatal.
+pub async fn find_tool(
+    client: &Client,
+    cache: Option<&Store<DeserializeGuard<McpTool>>>,
+    namespace: &str,
+    mcp_name: &str,
+) -> Result<Option<McpTool>> {
+    let pick = |tools: Vec<McpTool>| {
+        let mut matching: Vec<McpTool> = tools
+            .into_iter()
+            .filter(|t| t.namespace().as_deref() == Some(namespace) && t.mcp_name() == mcp_name)
+            .collect();
+        matching.sort_by_key(|t| !t.is_ready());
+        matching.into_iter().next()
+    };
+    if let Some(cache) = cache {
+        let cached = cache
+            .state()
+            .iter()
+            .filter_map(|g| g.0.as_ref().ok().cloned())
+            .collect();
+        if let Some(tool) = pick(cached) {
+            return Ok(Some(tool));
+        }
+    }
+    let tools: Api<DeserializeGuard<McpTool>> = Api::namespaced(client.clone(), namespace);
+    let list = tools
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Error::kube(KubeOp::List, "McpTool", namespace, e))?;
+    Ok(pick(
+        list.items.into_iter().filter_map(|g| g.0.ok()).collect(),
+    ))
+}
+
+/// The task's Job, if it exists.
+pub async fn get_job(client: &Client, namespace: &str, name: &str) -> Result<Option<Job>> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    jobs.get_opt(name)
+        .await
+        .map_err(|e| Error::kube(KubeOp::Get, "Job", name, e))
+}
+
+/// Creates `desired` by server-side apply. Called only when the Job does not exist; the Job's
+/// name is the task ID, so a racing second apply hits the same object and never makes a
+/// second Job. If the Job appeared meanwhile with another template (immutable), it is kept.
+pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Result<Job> {
+    let name = desired.name_any();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match jobs.patch(&name, &params, &Patch::Apply(desired)).await {
+        Ok(job) => Ok(job),
+        Err(kube::Error::Api(status)) if status.code == 422 || status.is_conflict() => {
+            get_job(client, namespace, &name)
+                .await?
+                .ok_or(Error::MissingField {
+                    kind: "Job",
+                    field: "metadata (the Job vanished while being applied)",
+                })
+        }
+        Err(e) => Err(Error::kube(KubeOp::Apply, "Job", name, e)),
+    }
+}
+
+/// The pods of the task's Job.
+pub async fn list_pods(client: &Client, namespace: &str, job: &str) -> Result<Vec<Pod>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(&format!("{JOB_NAME_LABEL}={job}"));
+    pods.list(&params)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| Error::kube(KubeOp::List, "Pod", job, e))
+}
+
+/// Patches the live pod's cancel and input-responses annotations when they lag the task; the
+/// kubelet then refreshes the files in /var/run/mcp. Returns whether a patch was sent.
+pub async fn sync_pod_annotations(client: &Client, task: &McpTask, pod: &Pod) -> Result<bool> {
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    if finished || pod.metadata.deletion_timestamp.is_some() {
+        return Ok(false);
+    }
+    let cancel = cancel_annotation_value(task);
+    let inputs = input_responses_annotation_value(task).map_err(|e| Error::BuildJob {
+        task: task.name_any(),
+        source: e,
+    })?;
+    let current = pod.annotations();
+    let up_to_date = current.get(POD_CANCEL_ANNOTATION) == Some(&cancel)
+        && current.get(POD_INPUT_RESPONSES_ANNOTATION) == Some(&inputs);
+    if up_to_date {
+        return Ok(false);
+    }
+    let name = pod.name_any();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = json!({"metadata": {"annotations": {
+        POD_CANCEL_ANNOTATION: cancel,
+        POD_INPUT_RESPONSES_ANNOTATION: inputs,
+    }}});
+    pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::kube(KubeOp::Patch, "Pod", name, e))?;
+    Ok(true)
+}
+
+/// Deletes the task's Job and, by background propagation, its pod. Gone already is fine.
+pub async fn delete_job(client: &Client, namespace: &str, name: &str) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    match jobs.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(Error::kube(KubeOp::Delete, "Job", name, e)),
+    }
+}
+
+/// Deletes an expired task; its Job and pod follow by garbage collection.
+pub async fn delete_task(client: &Client, namespace: &str, name: &str) -> Result<()> {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), namespace);
+    match tasks.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(Error::kube(KubeOp::Delete, "McpTask", name, e)),
+    }
+}
+
+/// Writes the task's status by server-side apply (fields left out are released).
+pub async fn apply_status(client: &Client, task: &McpTask, status: &McpTaskStatus) -> Result<()> {
+    let name = task.name_any();
+    let tasks: Api<McpTask> =
+        Api::namespaced(client.clone(), &task.namespace().unwrap_or_default());
+    let patch = json!({
+        "apiVersion": "mcptasks.io/v1alpha1",
+        "kind": "McpTask",
+        "status": status,
+    });
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    tasks
+        .patch_status(&name, &params, &Patch::Apply(&patch))
+        .await
+        .map_err(|e| Error::kube(KubeOp::Patch, "McpTask status", name, e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::http::{Request, Response};
+    use kube::client::Body;
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+    use crate::fixtures::tool;
+
+    #[tokio::test]
+    async fn find_tool_uses_the_cache_without_calling_the_api() {
+        // Nobody answers this client: an API call would time out the test.
+        let (service, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "default");
+        let (cache, mut writer) = reflector::store::<DeserializeGuard<McpTool>>();
+        writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Ok(tool()))));
+        let invalid = kube::core::error_boundary::InvalidObject {
+            error: "bad".into(),
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("broken".into()),
+                namespace: Some("tools".into()),
+                ..Default::default()
+            },
+        };
+        writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Err(invalid))));
+        let found = tokio::time::timeout(
+            Duration::from_secs(5),
+            find_tool(&client, Some(&cache), "tools", "restock_report"),
+        )
+        .await
+        .expect("answered from the cache")
+        .unwrap();
+        assert_eq!(found.map(|t| t.name_any()).as_deref(), Some("report"));
+    }
+}

@@ -1,0 +1,279 @@
+//! Building the Job that runs one task: the tool's pod template plus the container contract.
+//!
+//! Pure: no client. The Job is named after the task, owned by it (so garbage collection removes
+//! it with the task), never retried, and its tool container gets the contract's env vars and the
+//! downward-API volume that projects the pod's cancel and input-responses annotations.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, ObjectFieldSelector, PodSpec,
+    PodTemplateSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{Resource, ResourceExt};
+use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool};
+
+use crate::config::Config;
+use crate::contract::{
+    CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_START_INPUTS, ENV_TASK_ID, ENV_TOOL_ARGUMENTS,
+    ENV_TOOL_NAME, INPUT_RESPONSES_FILE, MOUNT_PATH, POD_CANCEL_ANNOTATION,
+    POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME,
+};
+
+/// Label on Jobs and pods naming the task they run.
+pub const TASK_LABEL: &str = "mcptasks.io/task";
+/// Label on Jobs and pods naming the `McpTool` (object name) they run.
+pub const TOOL_LABEL: &str = "mcptasks.io/tool";
+/// Value of `app.kubernetes.io/managed-by` and `app.kubernetes.io/part-of`.
+pub const MANAGED_BY: &str = "mcp-task-operator";
+
+/// Why a Job could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The task object lacks a field the Job needs (it was never stored by the API server).
+    #[error("task has no {field}")]
+    MissingTaskField {
+        /// The missing field.
+        field: &'static str,
+    },
+    /// The tool's template has no container that runs the tool.
+    #[error(
+        "tool {tool} has no tool container: the template needs one container, or one named \"tool\""
+    )]
+    NoToolContainer {
+        /// The tool's object name.
+        tool: String,
+    },
+    /// A JSON value for the container could not be serialized.
+    #[error("failed to serialize {what}")]
+    Serialize {
+        /// What was being serialized.
+        what: &'static str,
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The Job that runs `task` with `tool`: same name and namespace as the task, owned by it.
+pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job, BuildError> {
+    let name = task
+        .metadata
+        .name
+        .clone()
+        .ok_or(BuildError::MissingTaskField {
+            field: "metadata.name",
+        })?;
+    let namespace = task
+        .metadata
+        .namespace
+        .clone()
+        .ok_or(BuildError::MissingTaskField {
+            field: "metadata.namespace",
+        })?;
+    let owner = task
+        .controller_owner_ref(&())
+        .ok_or(BuildError::MissingTaskField {
+            field: "metadata.uid",
+        })?;
+    let labels = job_labels(task, tool);
+    Ok(Job {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace),
+            labels: Some(labels.clone()),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(JobSpec {
+            // One attempt: a tool call is not idempotent in general.
+            backoff_limit: Some(0),
+            completions: Some(1),
+            parallelism: Some(1),
+            // Never start a replacement pod while the first one is still terminating.
+            pod_replacement_policy: Some("Failed".to_owned()),
+            active_deadline_seconds: tool
+                .spec
+                .active_deadline_seconds
+                .or(config.default_active_deadline_seconds),
+            template: build_pod_template(task, tool, labels)?,
+            ..JobSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// Labels shared by the Job and its pod: `app.kubernetes.io/*` plus task and tool.
+pub fn job_labels(task: &McpTask, tool: &McpTool) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            MANAGED_BY.to_owned(),
+        ),
+        (
+            "app.kubernetes.io/part-of".to_owned(),
+            MANAGED_BY.to_owned(),
+        ),
+        ("app.kubernetes.io/component".to_owned(), "task".to_owned()),
+    ]);
+    if let Some(id) = label_value(task.task_id()) {
+        labels.insert("app.kubernetes.io/instance".to_owned(), id.clone());
+        labels.insert(TASK_LABEL.to_owned(), id);
+    }
+    if let Some(tool_name) = label_value(&tool.name_any()) {
+        labels.insert("app.kubernetes.io/name".to_owned(), tool_name.clone());
+        labels.insert(TOOL_LABEL.to_owned(), tool_name);
+    }
+    labels
+}
+
+/// The pod annotation value projected into the cancel file: the request time, or empty.
+pub fn cancel_annotation_value(task: &McpTask) -> String {
+    task.annotations()
+        .get(CANCEL_REQUESTED_ANNOTATION)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The pod annotation value projected into the input-responses file: the answers as JSON.
+pub fn input_responses_annotation_value(task: &McpTask) -> Result<String, BuildError> {
+    match &task.spec.input_responses {
+        None => Ok(EMPTY_INPUT_RESPONSES.to_owned()),
+        Some(responses) => {
+            serde_json::to_string(responses).map_err(|source| BuildError::Serialize {
+                what: "spec.inputResponses",
+                source,
+            })
+        }
+    }
+}
+
+fn build_pod_template(
+    task: &McpTask,
+    tool: &McpTool,
+    labels: BTreeMap<String, String>,
+) -> Result<PodTemplateSpec, BuildError> {
+    let mut template = tool.spec.template.clone();
+    let meta = template.metadata.get_or_insert_with(ObjectMeta::default);
+    meta.labels.get_or_insert_with(BTreeMap::new).extend(labels);
+    meta.annotations.get_or_insert_with(BTreeMap::new).extend([
+        (
+            POD_CANCEL_ANNOTATION.to_owned(),
+            cancel_annotation_value(task),
+        ),
+        (
+            POD_INPUT_RESPONSES_ANNOTATION.to_owned(),
+            input_responses_annotation_value(task)?,
+        ),
+    ]);
+
+    let no_container = || BuildError::NoToolContainer {
+        tool: tool.name_any(),
+    };
+    let spec: &mut PodSpec = template.spec.as_mut().ok_or_else(no_container)?;
+    spec.restart_policy = Some("Never".to_owned());
+    // The tool talks to nothing in the cluster unless its template asks for a token.
+    spec.automount_service_account_token = spec.automount_service_account_token.or(Some(false));
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != VOLUME_NAME);
+    volumes.push(contract_volume());
+
+    let index = tool_container_index(spec).ok_or_else(no_container)?;
+    let env = contract_env(task, tool)?;
+    let container = &mut spec.containers[index];
+    let container_env = container.env.get_or_insert_with(Vec::new);
+    container_env.retain(|e| !env.iter().any(|ours| ours.name == e.name));
+    container_env.extend(env);
+    let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
+    mounts.retain(|m| m.name != VOLUME_NAME && m.mount_path != MOUNT_PATH);
+    mounts.push(VolumeMount {
+        name: VOLUME_NAME.to_owned(),
+        mount_path: MOUNT_PATH.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    });
+    Ok(template)
+}
+
+/// Index of the tool container: the only container, or the one named `tool`.
+fn tool_container_index(spec: &PodSpec) -> Option<usize> {
+    match spec.containers.len() {
+        1 => Some(0),
+        _ => spec
+            .containers
+            .iter()
+            .position(|c| c.name == TOOL_CONTAINER_NAME),
+    }
+}
+
+fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildError> {
+    let var = |name: &str, value: String| EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
+    let arguments = match &task.spec.arguments {
+        None => "{}".to_owned(),
+        Some(args) => serde_json::to_string(args).map_err(|source| BuildError::Serialize {
+            what: "spec.arguments",
+            source,
+        })?,
+    };
+    let mut env = vec![
+        var(ENV_TASK_ID, task.task_id().to_owned()),
+        var(ENV_TOOL_NAME, task.spec.tool.clone()),
+        var(ENV_TOOL_ARGUMENTS, arguments),
+    ];
+    let has_start_inputs = tool
+        .spec
+        .start_inputs
+        .as_ref()
+        .is_some_and(|s| !s.is_empty());
+    if has_start_inputs || task.spec.start_input_responses.is_some() {
+        let answers = task.spec.start_input_responses.clone().unwrap_or_default();
+        let answers = serde_json::to_string(&answers).map_err(|source| BuildError::Serialize {
+            what: "spec.startInputResponses",
+            source,
+        })?;
+        env.push(var(ENV_START_INPUTS, answers));
+    }
+    Ok(env)
+}
+
+fn contract_volume() -> Volume {
+    let file = |path: &str, annotation: &str| DownwardAPIVolumeFile {
+        path: path.to_owned(),
+        field_ref: Some(ObjectFieldSelector {
+            api_version: None,
+            field_path: format!("metadata.annotations['{annotation}']"),
+        }),
+        ..DownwardAPIVolumeFile::default()
+    };
+    Volume {
+        name: VOLUME_NAME.to_owned(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(vec![
+                file(CANCEL_FILE, POD_CANCEL_ANNOTATION),
+                file(INPUT_RESPONSES_FILE, POD_INPUT_RESPONSES_ANNOTATION),
+            ]),
+            default_mode: None,
+        }),
+        ..Volume::default()
+    }
+}
+
+/// A valid label value made from `s`: allowed characters only, at most 63, alphanumeric ends.
+fn label_value(s: &str) -> Option<String> {
+    let kept: String = s
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(63)
+        .collect();
+    let trimmed = kept.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,318 @@
+//! Tests for building a task's Job from inline YAML fixtures.
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use serde_json::json;
+
+use super::*;
+use crate::fixtures::{task, task_from, tool, tool_from};
+
+fn config() -> Config {
+    Config::from_lookup(|_| None).unwrap()
+}
+
+fn pod_spec(job: &Job) -> &PodSpec {
+    job.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn env_of(container: &Container) -> BTreeMap<String, String> {
+    container
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect()
+}
+
+const SIDECAR_TOOL: &str = r#"
+apiVersion: mcptasks.io/v1alpha1
+kind: McpTool
+metadata: {name: migrate, namespace: tools}
+spec:
+  inputSchema: {type: object}
+  startInputs:
+    confirm:
+      method: elicitation/create
+      params: {message: "Really?", requestedSchema: {type: object, properties: {ok: {type: boolean}}}}
+  template:
+    metadata:
+      labels: {team: data}
+      annotations: {note: kept}
+    spec:
+      automountServiceAccountToken: true
+      serviceAccountName: migrator
+      volumes:
+        - {name: mcp-task, emptyDir: {}}
+        - {name: scratch, emptyDir: {}}
+      containers:
+        - name: proxy
+          image: example.com/proxy:1
+        - name: tool
+          image: example.com/migrate:1
+          env:
+            - {name: MCP_TASK_ID, value: forged}
+            - {name: LOG_LEVEL, value: debug}
+          volumeMounts:
+            - {name: scratch, mountPath: /var/run/mcp}
+            - {name: scratch, mountPath: /scratch}
+"#;
+
+#[test]
+fn job_is_named_after_and_owned_by_the_task() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    assert_eq!(
+        job.metadata.name.as_deref(),
+        Some("abcdefghijklmnopqrstuvwxyz234567")
+    );
+    assert_eq!(job.metadata.namespace.as_deref(), Some("tools"));
+    let owners = job.metadata.owner_references.as_ref().unwrap();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].kind, "McpTask");
+    assert_eq!(owners[0].api_version, "mcptasks.io/v1alpha1");
+    assert_eq!(owners[0].uid, "task-uid");
+    assert_eq!(owners[0].controller, Some(true));
+}
+
+#[test]
+fn job_runs_once_with_the_tools_deadline() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    let spec = job.spec.as_ref().unwrap();
+    assert_eq!(spec.backoff_limit, Some(0));
+    assert_eq!(spec.completions, Some(1));
+    assert_eq!(spec.active_deadline_seconds, Some(600));
+    assert_eq!(pod_spec(&job).restart_policy.as_deref(), Some("Never"));
+}
+
+#[test]
+fn deadline_falls_back_to_the_operator_default() {
+    let mut tool = tool();
+    tool.spec.active_deadline_seconds = None;
+    let none = build_job(&task(), &tool, &config()).unwrap();
+    assert_eq!(none.spec.unwrap().active_deadline_seconds, None);
+    let config = Config {
+        default_active_deadline_seconds: Some(7200),
+        ..config()
+    };
+    let job = build_job(&task(), &tool, &config).unwrap();
+    assert_eq!(job.spec.unwrap().active_deadline_seconds, Some(7200));
+}
+
+#[test]
+fn job_and_pod_carry_recommended_labels() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    let labels = job.metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["app.kubernetes.io/managed-by"], "mcp-task-operator");
+    assert_eq!(labels["app.kubernetes.io/name"], "report");
+    assert_eq!(
+        labels["app.kubernetes.io/instance"],
+        "abcdefghijklmnopqrstuvwxyz234567"
+    );
+    assert_eq!(labels[TASK_LABEL], "abcdefghijklmnopqrstuvwxyz234567");
+    assert_eq!(labels[TOOL_LABEL], "report");
+    let template_meta = job
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap();
+    assert_eq!(template_meta.labels.as_ref(), Some(labels));
+}
+
+#[test]
+fn tool_container_gets_the_contract_env_and_mount() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    let container = &pod_spec(&job).containers[0];
+    let env = env_of(container);
+    assert_eq!(env[ENV_TASK_ID], "abcdefghijklmnopqrstuvwxyz234567");
+    assert_eq!(env[ENV_TOOL_NAME], "restock_report");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&env[ENV_TOOL_ARGUMENTS]).unwrap(),
+        json!({"sku": "A-1"})
+    );
+    assert!(
+        !env.contains_key(ENV_START_INPUTS),
+        "the tool has no startInputs"
+    );
+    let mounts = container.volume_mounts.as_ref().unwrap();
+    assert_eq!(mounts.len(), 1);
+    assert_eq!(mounts[0].mount_path, "/var/run/mcp");
+    assert_eq!(mounts[0].read_only, Some(true));
+}
+
+#[test]
+fn downward_api_volume_projects_the_pod_annotations() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    let volume = &pod_spec(&job).volumes.as_ref().unwrap()[0];
+    let items = volume
+        .downward_api
+        .as_ref()
+        .unwrap()
+        .items
+        .as_ref()
+        .unwrap();
+    let files: Vec<(&str, &str)> = items
+        .iter()
+        .map(|i| {
+            (
+                i.path.as_str(),
+                i.field_ref.as_ref().unwrap().field_path.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (
+                "cancel-requested",
+                "metadata.annotations['mcptasks.io/cancel-requested']"
+            ),
+            (
+                "input-responses",
+                "metadata.annotations['mcptasks.io/input-responses']"
+            ),
+        ]
+    );
+    let annotations = job
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap();
+    assert_eq!(annotations[POD_CANCEL_ANNOTATION], "");
+    assert_eq!(annotations[POD_INPUT_RESPONSES_ANNOTATION], "{}");
+}
+
+#[test]
+fn service_account_token_is_off_unless_the_template_sets_it() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    assert_eq!(pod_spec(&job).automount_service_account_token, Some(false));
+    let job = build_job(&task(), &tool_from(SIDECAR_TOOL), &config()).unwrap();
+    assert_eq!(pod_spec(&job).automount_service_account_token, Some(true));
+}
+
+#[test]
+fn sidecar_template_is_kept_and_contract_names_win() {
+    let job = build_job(&task(), &tool_from(SIDECAR_TOOL), &config()).unwrap();
+    let spec = pod_spec(&job);
+    assert_eq!(spec.service_account_name.as_deref(), Some("migrator"));
+    let volumes: Vec<&str> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(volumes, ["scratch", "mcp-task"]);
+    let (proxy, tool) = (&spec.containers[0], &spec.containers[1]);
+    assert!(
+        proxy.env.is_none() && proxy.volume_mounts.is_none(),
+        "sidecar untouched"
+    );
+    let env = env_of(tool);
+    assert_eq!(env[ENV_TASK_ID], "abcdefghijklmnopqrstuvwxyz234567");
+    assert_eq!(env["LOG_LEVEL"], "debug");
+    assert_eq!(
+        tool.env.as_ref().unwrap().len(),
+        5,
+        "no duplicate MCP_TASK_ID"
+    );
+    assert_eq!(
+        env[ENV_START_INPUTS], "{}",
+        "tool has startInputs, task has no answers yet"
+    );
+    let mounts: Vec<&str> = tool
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert_eq!(mounts, ["/scratch", "/var/run/mcp"]);
+    let meta = job
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap();
+    assert_eq!(meta.labels.as_ref().unwrap()["team"], "data");
+    assert_eq!(meta.annotations.as_ref().unwrap()["note"], "kept");
+}
+
+#[test]
+fn answers_reach_env_and_annotations() {
+    let mut task = task();
+    task.spec.start_input_responses = Some(BTreeMap::from([(
+        "confirm".into(),
+        json!({"action": "accept"}),
+    )]));
+    task.spec.input_responses = Some(BTreeMap::from([(
+        "q1".into(),
+        json!({"action": "decline"}),
+    )]));
+    task.metadata.annotations = Some(BTreeMap::from([(
+        CANCEL_REQUESTED_ANNOTATION.into(),
+        "2026-08-01T12:00:05Z".into(),
+    )]));
+    let job = build_job(&task, &tool(), &config()).unwrap();
+    let env = env_of(&pod_spec(&job).containers[0]);
+    assert_eq!(env[ENV_START_INPUTS], r#"{"confirm":{"action":"accept"}}"#);
+    let annotations = job
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap();
+    assert_eq!(annotations[POD_CANCEL_ANNOTATION], "2026-08-01T12:00:05Z");
+    assert_eq!(
+        annotations[POD_INPUT_RESPONSES_ANNOTATION],
+        r#"{"q1":{"action":"decline"}}"#
+    );
+}
+
+#[test]
+fn task_without_arguments_gets_an_empty_object() {
+    let mut task = task();
+    task.spec.arguments = None;
+    let job = build_job(&task, &tool(), &config()).unwrap();
+    assert_eq!(
+        env_of(&pod_spec(&job).containers[0])[ENV_TOOL_ARGUMENTS],
+        "{}"
+    );
+}
+
+#[test]
+fn template_without_a_tool_container_is_an_error() {
+    let mut tool = tool_from(SIDECAR_TOOL);
+    let spec = tool.spec.template.spec.as_mut().unwrap();
+    spec.containers[1].name = "worker".into();
+    let err = build_job(&task(), &tool, &config()).unwrap_err();
+    assert!(matches!(err, BuildError::NoToolContainer { .. }), "{err}");
+    tool.spec.template.spec = None;
+    assert!(matches!(
+        build_job(&task(), &tool, &config()),
+        Err(BuildError::NoToolContainer { .. })
+    ));
+}
+
+#[test]
+fn unstored_task_is_an_error() {
+    let task = task_from(
+        "apiVersion: mcptasks.io/v1alpha1\nkind: McpTask\n\
+         metadata: {name: t, namespace: tools}\nspec: {tool: x, owner: a}\n",
+    );
+    let err = build_job(&task, &tool(), &config()).unwrap_err();
+    assert_eq!(err.to_string(), "task has no metadata.uid");
+}
+
+#[test]
+fn label_values_are_sanitized() {
+    assert_eq!(label_value("report"), Some("report".into()));
+    assert_eq!(label_value("-a b_c.-"), Some("ab_c".into()));
+    assert_eq!(label_value(&"x".repeat(100)).unwrap().len(), 63);
+    assert_eq!(label_value("--"), None);
+}

@@ -1,0 +1,95 @@
+//! The `McpTask` controller, split into its steps: build the Job, observe its pod, follow its
+//! logs, map what the pod did to a task status, and the API calls that carry it out.
+
+pub mod apply;
+pub mod build;
+pub mod follow;
+pub mod notify;
+pub mod observe;
+pub mod outcome;
+pub mod reconcile;
+pub mod status;
+pub mod ttl;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::Store;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, ResourceExt};
+use mcp_task_operator_crds::McpTask;
+
+use crate::context::{Context, TaskRef};
+
+/// How often the state of deleted tasks is dropped.
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+/// Selects the Jobs and pods the operator made.
+const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=mcp-task-operator";
+
+/// Runs the McpTask controller until `shutdown` resolves. `triggers` carries reconcile
+/// requests from the log followers.
+pub async fn run(
+    ctx: Arc<Context>,
+    triggers: UnboundedReceiver<TaskRef>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = ctx.client.clone();
+    let (tasks, jobs, pods): (Api<DeserializeGuard<McpTask>>, Api<Job>, Api<Pod>) =
+        match &ctx.config.namespace {
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client, ns),
+            ),
+            None => (
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+                Api::all(client),
+            ),
+        };
+    let managed = watcher::Config::default().labels(MANAGED_SELECTOR);
+    let controller = Controller::new(tasks, watcher::Config::default());
+    let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
+    controller
+        .owns(jobs, managed.clone())
+        // A pod's Job is named after its task, and the Job controller labels the pod with it.
+        .watches(pods, managed, |pod: Pod| {
+            let task = pod
+                .metadata
+                .labels
+                .as_ref()?
+                .get("batch.kubernetes.io/job-name")?
+                .clone();
+            let namespace = pod.metadata.namespace.as_deref()?;
+            Some(TaskRef::new(&task).within(namespace))
+        })
+        .reconcile_on(triggers)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "McpTask controller event");
+            }
+        })
+        .await;
+    sweeper.abort();
+}
+
+/// Every minute, drops the in-memory state of tasks that no longer exist.
+async fn sweep(ctx: Arc<Context>, store: Store<DeserializeGuard<McpTask>>) {
+    let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+    loop {
+        tick.tick().await;
+        // An empty store is still syncing: sweeping now would stop every follower.
+        if store.is_empty() {
+            continue;
+        }
+        let live: HashSet<String> = store.state().iter().filter_map(|t| t.uid()).collect();
+        ctx.retain_tasks(|uid| live.contains(uid));
+    }
+}

@@ -1,0 +1,162 @@
+//! What a log follower does with news: ask for a reconcile (throttled, trailing edge, so the
+//! last change is never lost) and report tool-output warnings (capped per task, so a tool that
+//! prints a million malformed lines cannot flood the Events API or the operator's logs).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::ResourceExt;
+use kube::runtime::events::{Event, EventType};
+use mcp_task_operator_crds::McpTask;
+use tokio::time::Instant;
+
+use super::follow::{Notify, lock};
+use crate::context::{Context, TaskRef};
+use crate::contract::message::shorten;
+
+/// Warning Events (and log lines) per task about its tool's output; later ones are counted only.
+pub const MAX_WARNING_EVENTS: usize = 10;
+
+/// Sends reconcile requests for one task at most once per interval, trailing edge included.
+#[derive(Debug)]
+pub struct Throttle {
+    interval: Duration,
+    state: Mutex<ThrottleState>,
+}
+
+#[derive(Debug, Default)]
+struct ThrottleState {
+    last_sent: Option<Instant>,
+    pending: bool,
+}
+
+impl Throttle {
+    /// A throttle letting one request through per `interval`.
+    pub fn new(interval: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            interval,
+            state: Mutex::new(ThrottleState::default()),
+        })
+    }
+
+    /// Calls `send` now if the interval has passed, else once when it does (if not already
+    /// scheduled).
+    pub fn fire(self: &Arc<Self>, send: impl FnOnce() + Send + 'static) {
+        let now = Instant::now();
+        let wait = {
+            let mut state = lock(&self.state);
+            let due = state.last_sent.map_or(now, |t| t + self.interval);
+            if due <= now {
+                state.last_sent = Some(now);
+                None
+            } else if state.pending {
+                return;
+            } else {
+                state.pending = true;
+                Some(due - now)
+            }
+        };
+        match wait {
+            None => send(),
+            Some(wait) => {
+                let this = Arc::clone(self);
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    {
+                        let mut state = lock(&this.state);
+                        state.pending = false;
+                        state.last_sent = Some(Instant::now());
+                    }
+                    send();
+                });
+            }
+        }
+    }
+}
+
+/// The follower callback for `task`: throttled reconcile requests and capped warnings.
+pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
+    let trigger: UnboundedSender<TaskRef> = ctx.trigger.clone();
+    let object = TaskRef::new(&task.name_any()).within(&task.namespace().unwrap_or_default());
+    let metrics = Arc::clone(&ctx.metrics);
+    let recorder = ctx.recorder.clone();
+    let reference = kube::Resource::object_ref(task, &());
+    let throttle = Throttle::new(ctx.config.status_interval);
+    let warnings = Arc::new(AtomicUsize::new(0));
+    Arc::new(move |warning| {
+        let Some(warning) = warning else {
+            let (trigger, object) = (trigger.clone(), object.clone());
+            // A closed channel means the controller is shutting down.
+            throttle.fire(move || drop(trigger.unbounded_send(object)));
+            return;
+        };
+        metrics.tool_warning(warning.reason());
+        let seen = warnings.fetch_add(1, Ordering::Relaxed) + 1;
+        if seen > MAX_WARNING_EVENTS {
+            return;
+        }
+        tracing::warn!(task = %object.name, warning = %warning, "tool output warning");
+        let mut note = warning.to_string();
+        if seen == MAX_WARNING_EVENTS {
+            note.push_str(" (further output warnings of this task are not reported)");
+        }
+        let event = Event {
+            type_: EventType::Warning,
+            reason: warning.reason().to_owned(),
+            note: Some(shorten(&note, 1000)),
+            action: "ReadLogs".to_owned(),
+            secondary: None,
+        };
+        let (recorder, reference) = (recorder.clone(), reference.clone());
+        tokio::spawn(async move {
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                tracing::warn!(error = %e, "failed to publish Event");
+            }
+        });
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = Arc::clone(&count);
+        (count, move || {
+            let c = Arc::clone(&c);
+            Box::new(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttle_lets_one_through_per_interval_and_keeps_the_last() {
+        let throttle = Throttle::new(Duration::from_secs(1));
+        let (count, send) = counter();
+        throttle.fire(send());
+        for _ in 0..50 {
+            throttle.fire(send());
+        }
+        assert_eq!(count.load(Ordering::SeqCst), 1, "leading edge goes at once");
+        tokio::time::sleep(Duration::from_millis(1001)).await;
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            2,
+            "one trailing send for the burst"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(count.load(Ordering::SeqCst), 2, "nothing more without news");
+        throttle.fire(send());
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            3,
+            "quiet interval passed: at once again"
+        );
+    }
+}

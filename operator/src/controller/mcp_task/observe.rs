@@ -1,0 +1,276 @@
+//! Reading a task's Job and pod into one [`Workload`] observation.
+//!
+//! Pure: the Kubernetes objects in, a small enum out. This is where pod-level failures (image
+//! pull, OOM kill, deadline, eviction, deleted pod) are told apart from an ordinary exit of
+//! the tool container, so that the outcome mapping can stay a flat table.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+
+use crate::contract::TOOL_CONTAINER_NAME;
+
+/// Why a task's workload failed below the tool (the JSON-RPC error's `data.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureReason {
+    /// The tool image could not be pulled (or its name is invalid).
+    ImagePullFailed,
+    /// The tool container was killed for exceeding its memory limit.
+    OomKilled,
+    /// The Job's (or pod's) active deadline passed.
+    DeadlineExceeded,
+    /// The pod was evicted, preempted or disrupted by the node or the eviction API.
+    Evicted,
+    /// The pod was deleted before the tool container finished.
+    PodDeleted,
+    /// The task's Job was deleted before the task finished.
+    JobDeleted,
+    /// The container runtime could not start the tool container.
+    ContainerStartFailed,
+    /// The tool's result message exceeded the result size bound.
+    ResultTooLarge,
+    /// The task names a tool that does not exist (any more).
+    ToolNotFound,
+    /// The tool exists but its Job cannot be built from it.
+    ToolInvalid,
+}
+
+impl FailureReason {
+    /// The value of `error.data.reason`, and the Event reason (PascalCase).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ImagePullFailed => "ImagePullFailed",
+            Self::OomKilled => "OOMKilled",
+            Self::DeadlineExceeded => "DeadlineExceeded",
+            Self::Evicted => "Evicted",
+            Self::PodDeleted => "PodDeleted",
+            Self::JobDeleted => "JobDeleted",
+            Self::ContainerStartFailed => "ContainerStartFailed",
+            Self::ResultTooLarge => "ResultTooLarge",
+            Self::ToolNotFound => "ToolNotFound",
+            Self::ToolInvalid => "ToolInvalid",
+        }
+    }
+
+    /// One sentence for `error.message` and `statusMessage`.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::ImagePullFailed => "The tool's container image could not be pulled",
+            Self::OomKilled => "The tool container was killed because it ran out of memory",
+            Self::DeadlineExceeded => "The task ran longer than the tool's deadline",
+            Self::Evicted => "The task's pod was evicted before the tool finished",
+            Self::PodDeleted => "The task's pod was deleted before the tool finished",
+            Self::JobDeleted => "The task's Job was deleted before the tool finished",
+            Self::ContainerStartFailed => "The tool container could not be started",
+            Self::ResultTooLarge => "The tool's result is too large to store",
+            Self::ToolNotFound => "The task's tool does not exist",
+            Self::ToolInvalid => "The task's tool is invalid and cannot run",
+        }
+    }
+}
+
+/// What the cluster shows about the workload of one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workload {
+    /// There is no Job.
+    NoJob,
+    /// The Job exists but the tool container has not started; `detail` says what it waits for.
+    Starting {
+        /// Why it has not started yet, for the status message.
+        detail: String,
+    },
+    /// The tool container is running.
+    Running,
+    /// The tool container exited by itself.
+    Exited {
+        /// Its exit code.
+        exit_code: i32,
+    },
+    /// The workload failed below the tool.
+    Failed {
+        /// Which failure.
+        reason: FailureReason,
+        /// What Kubernetes said about it, if anything.
+        detail: Option<String>,
+    },
+}
+
+const IMAGE_PULL_REASONS: [&str; 4] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+const START_FAILURE_REASONS: [&str; 2] = ["StartError", "ContainerCannotRun"];
+
+/// Observes a task's workload from its Job (if any) and the pod the Job created (if any).
+pub fn observe_workload(job: Option<&Job>, pod: Option<&Pod>) -> Workload {
+    let Some(job) = job else {
+        return Workload::NoJob;
+    };
+    // Since Kubernetes 1.31 a failing Job first gets FailureTarget, then Failed once its pods
+    // have terminated; both name the cause, and a killed container is no tool exit.
+    let failing = |reason| {
+        job_condition(job, "FailureTarget", reason).or_else(|| job_condition(job, "Failed", reason))
+    };
+    if let Some(detail) = failing("DeadlineExceeded") {
+        return failed(FailureReason::DeadlineExceeded, detail);
+    }
+    match pod {
+        Some(pod) => observe_pod(pod),
+        None if failing("").is_some() || job_counted_failure(job) => {
+            failed(FailureReason::PodDeleted, None)
+        }
+        // A finished pod removed before its output was read: the outcome is lost.
+        None if job_condition(job, "Complete", "").is_some() => failed(
+            FailureReason::PodDeleted,
+            Some("the pod was removed before its output was read".to_owned()),
+        ),
+        None => Workload::Starting {
+            detail: "Waiting for the Job to create a pod".to_owned(),
+        },
+    }
+}
+
+/// The pod to follow among those of a task's Job: the most recently created one.
+pub fn select_pod(pods: &[Pod]) -> Option<&Pod> {
+    pods.iter().max_by(|a, b| {
+        let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        created(a).cmp(&created(b))
+    })
+}
+
+/// Name of the tool container in a pod: the only container, or the one named `tool`.
+pub fn tool_container_name(pod: &Pod) -> &str {
+    match pod.spec.as_ref().map(|s| s.containers.as_slice()) {
+        Some([only]) => &only.name,
+        _ => TOOL_CONTAINER_NAME,
+    }
+}
+
+/// Whether the pod's tool container has started (it runs or ran), so it has logs to follow.
+pub fn tool_container_started(pod: &Pod) -> bool {
+    let name = tool_container_name(pod);
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|all| all.iter().find(|c| c.name == name))
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+}
+
+fn observe_pod(pod: &Pod) -> Workload {
+    let status = pod.status.clone().unwrap_or_default();
+    let pod_reason = status.reason.as_deref();
+    if status.phase.as_deref() == Some("Failed") {
+        match pod_reason {
+            Some("Evicted") => return failed(FailureReason::Evicted, status.message),
+            Some("DeadlineExceeded") => {
+                return failed(FailureReason::DeadlineExceeded, status.message);
+            }
+            _ => {}
+        }
+    }
+    let disruption = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+        .map(|c| describe(c.reason.as_deref(), c.message.as_deref()));
+    let deleting = pod.metadata.deletion_timestamp.is_some();
+    let gone = |never_ran: bool| match (&disruption, deleting) {
+        (Some(detail), _) => Some(failed(FailureReason::Evicted, Some(detail.clone()))),
+        (None, true) => Some(failed(FailureReason::PodDeleted, None)),
+        // A pod that failed without ever running the tool was stopped from outside.
+        (None, false) if never_ran && status.phase.as_deref() == Some("Failed") => {
+            Some(failed(FailureReason::PodDeleted, status.message.clone()))
+        }
+        (None, false) => None,
+    };
+
+    let name = tool_container_name(pod);
+    let container = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|c| c.name == name);
+    let state = container.and_then(|c: &ContainerStatus| c.state.as_ref());
+    if let Some(t) = state.and_then(|s| s.terminated.as_ref()) {
+        let reason = t.reason.as_deref().unwrap_or_default();
+        if reason == "OOMKilled" {
+            return failed(
+                FailureReason::OomKilled,
+                Some(format!("exit code {}", t.exit_code)),
+            );
+        }
+        if START_FAILURE_REASONS.contains(&reason) {
+            return failed(FailureReason::ContainerStartFailed, t.message.clone());
+        }
+        return gone(false).unwrap_or(Workload::Exited {
+            exit_code: t.exit_code,
+        });
+    }
+    if state.is_some_and(|s| s.running.is_some()) {
+        return Workload::Running;
+    }
+    let waiting = state.and_then(|s| s.waiting.as_ref());
+    if let Some(w) = waiting
+        && w.reason
+            .as_deref()
+            .is_some_and(|r| IMAGE_PULL_REASONS.contains(&r))
+    {
+        let detail = describe(w.reason.as_deref(), w.message.as_deref());
+        return failed(FailureReason::ImagePullFailed, Some(detail));
+    }
+    if let Some(workload) = gone(true) {
+        return workload;
+    }
+    let detail = match waiting {
+        Some(w) => describe(w.reason.as_deref(), w.message.as_deref()),
+        None => status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .map(|c| describe(c.reason.as_deref(), c.message.as_deref()))
+            .unwrap_or_else(|| "Pod pending".to_owned()),
+    };
+    Workload::Starting {
+        detail: format!("Waiting for the tool container to start: {detail}"),
+    }
+}
+
+/// The message of a Job condition of `type_` with status True and, unless empty, `reason`.
+fn job_condition(job: &Job, type_: &str, reason: &str) -> Option<Option<String>> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    conditions
+        .iter()
+        .find(|c| {
+            c.type_ == type_
+                && c.status == "True"
+                && (reason.is_empty() || c.reason.as_deref() == Some(reason))
+        })
+        .map(|c| c.message.clone())
+}
+
+fn job_counted_failure(job: &Job) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.failed)
+        .is_some_and(|n| n > 0)
+}
+
+fn failed(reason: FailureReason, detail: Option<String>) -> Workload {
+    Workload::Failed { reason, detail }
+}
+
+fn describe(reason: Option<&str>, message: Option<&str>) -> String {
+    match (reason, message) {
+        (Some(r), Some(m)) if !m.is_empty() => format!("{r}: {m}"),
+        (Some(r), _) => r.to_owned(),
+        (None, Some(m)) => m.to_owned(),
+        (None, None) => "unknown".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! Tests for telling pod-level failures from tool exits, from inline YAML objects.
+
+use super::*;
+
+fn job(status: &str) -> Job {
+    serde_yaml::from_str(&format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: t}}\nstatus: {status}\n"
+    ))
+    .unwrap()
+}
+
+fn pod(yaml: &str) -> Pod {
+    let base = "apiVersion: v1\nkind: Pod\nmetadata: {name: t-x}\n\
+                spec: {containers: [{name: main, image: i}]}\n";
+    serde_yaml::from_str(&format!("{base}{yaml}")).unwrap()
+}
+
+fn with_state(state: &str) -> Pod {
+    pod(&format!(
+        "status: {{phase: Running, containerStatuses: [{{name: main, image: i, imageID: '', \
+         ready: false, restartCount: 0, state: {state}}}]}}"
+    ))
+}
+
+fn reason_of(workload: Workload) -> FailureReason {
+    match workload {
+        Workload::Failed { reason, .. } => reason,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn container_states_map_to_workloads() {
+    let active = job("{active: 1}");
+    let cases = [
+        ("{running: {}}", Workload::Running),
+        (
+            "{terminated: {exitCode: 0, reason: Completed}}",
+            Workload::Exited { exit_code: 0 },
+        ),
+        (
+            "{terminated: {exitCode: 3, reason: Error}}",
+            Workload::Exited { exit_code: 3 },
+        ),
+    ];
+    for (state, expected) in cases {
+        assert_eq!(
+            observe_workload(Some(&active), Some(&with_state(state))),
+            expected,
+            "{state}"
+        );
+    }
+}
+
+#[test]
+fn pod_level_failures_name_their_reason() {
+    let active = job("{active: 1}");
+    let cases = [
+        (
+            "{waiting: {reason: ErrImagePull, message: not found}}",
+            FailureReason::ImagePullFailed,
+        ),
+        (
+            "{waiting: {reason: ImagePullBackOff}}",
+            FailureReason::ImagePullFailed,
+        ),
+        (
+            "{waiting: {reason: InvalidImageName}}",
+            FailureReason::ImagePullFailed,
+        ),
+        (
+            "{terminated: {exitCode: 137, reason: OOMKilled}}",
+            FailureReason::OomKilled,
+        ),
+        (
+            "{terminated: {exitCode: 128, reason: StartError, message: no exec}}",
+            FailureReason::ContainerStartFailed,
+        ),
+    ];
+    for (state, expected) in cases {
+        let workload = observe_workload(Some(&active), Some(&with_state(state)));
+        assert_eq!(reason_of(workload), expected, "{state}");
+    }
+}
+
+#[test]
+fn image_pull_failure_keeps_kubelets_message() {
+    let p = with_state("{waiting: {reason: ErrImagePull, message: 'manifest unknown'}}");
+    assert_eq!(
+        observe_workload(Some(&job("{}")), Some(&p)),
+        Workload::Failed {
+            reason: FailureReason::ImagePullFailed,
+            detail: Some("ErrImagePull: manifest unknown".into())
+        }
+    );
+}
+
+#[test]
+fn job_deadline_wins_over_the_container_state() {
+    let failed = job(
+        "{failed: 1, conditions: [{type: Failed, status: 'True', reason: DeadlineExceeded, \
+                      message: Job was active longer than specified deadline}]}",
+    );
+    let killed = with_state("{terminated: {exitCode: 143, reason: Error}}");
+    assert_eq!(
+        reason_of(observe_workload(Some(&failed), Some(&killed))),
+        FailureReason::DeadlineExceeded
+    );
+    assert_eq!(
+        reason_of(observe_workload(Some(&failed), None)),
+        FailureReason::DeadlineExceeded
+    );
+}
+
+#[test]
+fn failure_target_deadline_counts_before_the_job_has_failed() {
+    let failing = job(
+        "{active: 1, conditions: [{type: FailureTarget, status: 'True', \
+                       reason: DeadlineExceeded}]}",
+    );
+    let killed = with_state("{terminated: {exitCode: 143, reason: Error}}");
+    assert_eq!(
+        reason_of(observe_workload(Some(&failing), Some(&killed))),
+        FailureReason::DeadlineExceeded
+    );
+}
+
+#[test]
+fn pod_deadline_and_kubelet_eviction_are_read_from_the_pod_phase() {
+    let evicted = pod("status: {phase: Failed, reason: Evicted, message: low on memory}");
+    assert_eq!(
+        reason_of(observe_workload(Some(&job("{}")), Some(&evicted))),
+        FailureReason::Evicted
+    );
+    let deadline = pod("status: {phase: Failed, reason: DeadlineExceeded}");
+    assert_eq!(
+        reason_of(observe_workload(Some(&job("{}")), Some(&deadline))),
+        FailureReason::DeadlineExceeded
+    );
+}
+
+#[test]
+fn disrupted_or_deleted_pods_are_not_tool_exits() {
+    let evicted = pod(
+        "status: {phase: Failed, conditions: [{type: DisruptionTarget, status: 'True', \
+         reason: EvictionByEvictionAPI}], containerStatuses: [{name: main, image: i, imageID: '', \
+         ready: false, restartCount: 0, state: {terminated: {exitCode: 143}}}]}",
+    );
+    assert_eq!(
+        reason_of(observe_workload(Some(&job("{}")), Some(&evicted))),
+        FailureReason::Evicted
+    );
+
+    let mut deleted = with_state("{terminated: {exitCode: 137, reason: Error}}");
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-08-01T12:00:00Z".parse().unwrap(),
+        ));
+    assert_eq!(
+        reason_of(observe_workload(Some(&job("{}")), Some(&deleted))),
+        FailureReason::PodDeleted
+    );
+
+    let mut terminating = with_state("{running: {}}");
+    terminating.metadata.deletion_timestamp = deleted.metadata.deletion_timestamp.clone();
+    assert_eq!(
+        observe_workload(Some(&job("{}")), Some(&terminating)),
+        Workload::Running
+    );
+}
+
+#[test]
+fn missing_pod_of_a_failed_job_was_deleted() {
+    let backoff = job(
+        "{failed: 1, conditions: [{type: Failed, status: 'True', reason: BackoffLimitExceeded}]}",
+    );
+    assert_eq!(
+        reason_of(observe_workload(Some(&backoff), None)),
+        FailureReason::PodDeleted
+    );
+    assert_eq!(
+        reason_of(observe_workload(Some(&job("{failed: 1}")), None)),
+        FailureReason::PodDeleted
+    );
+    let complete = job("{succeeded: 1, conditions: [{type: Complete, status: 'True'}]}");
+    assert_eq!(
+        reason_of(observe_workload(Some(&complete), None)),
+        FailureReason::PodDeleted
+    );
+}
+
+#[test]
+fn waiting_workloads_say_what_they_wait_for() {
+    assert_eq!(observe_workload(None, None), Workload::NoJob);
+    let detail = |w: Workload| match w {
+        Workload::Starting { detail } => detail,
+        other => panic!("expected Starting, got {other:?}"),
+    };
+    assert_eq!(
+        detail(observe_workload(Some(&job("{}")), None)),
+        "Waiting for the Job to create a pod"
+    );
+    let unschedulable = pod(
+        "status: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', \
+         reason: Unschedulable, message: 0/1 nodes are available}]}",
+    );
+    assert_eq!(
+        detail(observe_workload(Some(&job("{}")), Some(&unschedulable))),
+        "Waiting for the tool container to start: Unschedulable: 0/1 nodes are available"
+    );
+    let creating = with_state("{waiting: {reason: ContainerCreating}}");
+    assert_eq!(
+        detail(observe_workload(Some(&job("{}")), Some(&creating))),
+        "Waiting for the tool container to start: ContainerCreating"
+    );
+}
+
+#[test]
+fn tool_container_is_found_by_name_among_several() {
+    let p = pod("status: {phase: Running, containerStatuses: [\
+         {name: proxy, image: i, imageID: '', ready: true, restartCount: 0, state: {running: {}}},\
+         {name: tool, image: i, imageID: '', ready: false, restartCount: 0, \
+          state: {terminated: {exitCode: 0}}}]}");
+    let mut p = p;
+    let spec = p.spec.as_mut().unwrap();
+    spec.containers.push(spec.containers[0].clone());
+    spec.containers[0].name = "proxy".into();
+    spec.containers[1].name = "tool".into();
+    assert_eq!(tool_container_name(&p), "tool");
+    assert_eq!(
+        observe_workload(Some(&job("{}")), Some(&p)),
+        Workload::Exited { exit_code: 0 }
+    );
+}
+
+#[test]
+fn select_pod_prefers_the_newest() {
+    let mut old = pod("status: {}");
+    old.metadata.name = Some("old".into());
+    old.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-08-01T12:00:00Z".parse().unwrap(),
+    ));
+    let mut new = old.clone();
+    new.metadata.name = Some("new".into());
+    new.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-08-01T12:05:00Z".parse().unwrap(),
+    ));
+    let pods = [old, new];
+    assert_eq!(
+        select_pod(&pods).unwrap().metadata.name.as_deref(),
+        Some("new")
+    );
+    assert!(select_pod(&[]).is_none());
+}

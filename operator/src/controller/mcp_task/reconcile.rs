@@ -1,0 +1,285 @@
+//! The McpTask reconciler: level-triggered and idempotent. Each run derives everything from the
+//! task, its Job, its pod and the pod's logs: expire, ensure the one Job, keep the pod's
+//! annotations in step, decide the outcome, carry out its action, write the status.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_crds::mcp_tool::DEFAULT_CANCEL_GRACE_PERIOD_SECONDS;
+use rand::Rng;
+use tracing::instrument;
+
+use super::apply;
+use super::build::build_job;
+use super::follow::{FollowState, lock};
+use super::notify::notifier;
+use super::observe::{
+    FailureReason, Workload, observe_workload, select_pod, tool_container_name,
+    tool_container_started,
+};
+use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
+use super::status::{StatusContext, next_status, transition_event, write_delay};
+use super::ttl::{Expiry, expiry};
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// Name of this controller in metrics and logs.
+pub const CONTROLLER: &str = "mcptask";
+/// How soon to look again while a stopped container's logs are still being read.
+const LOGS_PENDING: Duration = Duration::from_millis(500);
+/// How long after a follower starts a running task's status is left alone (see its use).
+const FOLLOW_WARMUP: Duration = Duration::from_secs(1);
+/// How long a log stream may have ended before a still-running container's logs are re-read.
+const STREAM_SETTLE: Duration = Duration::from_secs(2);
+
+/// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
+/// for a change.
+#[instrument(skip(guard, ctx), fields(name = %guard.name_any(), namespace = guard.namespace()))]
+pub async fn reconcile(guard: Arc<DeserializeGuard<McpTask>>, ctx: Arc<Context>) -> Result<Action> {
+    let started = std::time::Instant::now();
+    let result = match &guard.0 {
+        Ok(task) => reconcile_task(task, &ctx).await,
+        Err(invalid) => {
+            tracing::warn!(error = %invalid.error, "cannot parse McpTask");
+            ctx.metrics.failed(CONTROLLER, "invalid_object");
+            let note = format!("The operator cannot read this McpTask: {}", invalid.error);
+            ctx.publish(guard.as_ref(), "InvalidObject", note, true)
+                .await;
+            Ok(Action::await_change())
+        }
+    };
+    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
+    result
+}
+
+/// Logs the error, counts it by category and retries after a jittered backoff.
+pub fn error_policy(
+    task: Arc<DeserializeGuard<McpTask>>,
+    err: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    tracing::warn!(name = %task.name_any(), error = %err, category = err.category(), "reconcile failed");
+    ctx.metrics.failed(CONTROLLER, err.category());
+    Action::requeue(Duration::from_millis(
+        rand::rng().random_range(2_000..8_000),
+    ))
+}
+
+async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
+    let missing = |field| Error::MissingField {
+        kind: "McpTask",
+        field,
+    };
+    let namespace = task.namespace().ok_or(missing("metadata.namespace"))?;
+    let uid = task.uid().ok_or(missing("metadata.uid"))?;
+    let name = task.name_any();
+    let now = Timestamp::now();
+
+    let until_expiry = match expiry(task, now) {
+        Expiry::Now => {
+            ctx.followers.stop(&uid);
+            ctx.record_write(&uid, true);
+            ctx.publish(
+                task,
+                "Expired",
+                "Task TTL elapsed; deleting the task".into(),
+                false,
+            )
+            .await;
+            apply::delete_task(&ctx.client, &namespace, &name).await?;
+            return Ok(Action::await_change());
+        }
+        Expiry::After(left) => Some(left),
+        Expiry::Never => None,
+    };
+    if task.is_terminal() {
+        ctx.followers.stop(&uid);
+        ctx.record_write(&uid, true);
+        return Ok(until_expiry.map_or_else(Action::await_change, Action::requeue));
+    }
+
+    let client = &ctx.client;
+    let cache = ctx.tools.get();
+    let tool = apply::find_tool(client, cache, &namespace, &task.spec.tool).await?;
+    let cancel_at = cancel_requested_at(task);
+    let job_recorded = task.status.as_ref().is_some_and(|s| s.job_name.is_some());
+    let mut job = apply::get_job(client, &namespace, &name).await?;
+
+    // Create the Job only for a task that never had one and is not being cancelled: a
+    // recorded-but-missing Job was deleted, and a second Job must never run the same call.
+    if job.is_none() && !job_recorded && cancel_at.is_none() {
+        let built = match &tool {
+            None => Err(Outcome::failure(
+                FailureReason::ToolNotFound,
+                Some(task.spec.tool.clone()),
+            )),
+            Some(tool) => build_job(task, tool, &ctx.config)
+                .map_err(|e| Outcome::failure(FailureReason::ToolInvalid, Some(e.to_string()))),
+        };
+        match built {
+            Ok(desired) => {
+                job = Some(apply::create_job(client, &namespace, &desired).await?);
+                ctx.publish(task, "JobCreated", format!("Created Job {name}"), false)
+                    .await;
+            }
+            Err(failed) => {
+                let decision = Decision {
+                    outcome: failed,
+                    action: None,
+                    recheck_after: None,
+                };
+                let waits = until_expiry.into_iter().collect();
+                return finish(task, ctx, &uid, &decision, None, waits).await;
+            }
+        }
+    }
+
+    let pods = match &job {
+        Some(_) => apply::list_pods(client, &namespace, &name).await?,
+        None => Vec::new(),
+    };
+    let pod = select_pod(&pods);
+    let workload = observe_workload(job.as_ref(), pod);
+    if let Some(pod) = pod {
+        apply::sync_pod_annotations(client, task, pod).await?;
+    }
+
+    // Follow the tool container's logs once it has started. A stream that ended while the
+    // pod still says the container runs either saw the exit before the kubelet reported it, or
+    // dropped: wait a moment, then read it again from the start.
+    let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
+    let follow_state = match pod.filter(|p| tool_container_started(p)) {
+        Some(pod) => {
+            let pod_uid = pod.uid().unwrap_or_default();
+            let previous = ctx.followers.state(&uid);
+            let ended_for = previous
+                .as_ref()
+                .and_then(|s| lock(s).ended_at)
+                .map(|t| t.elapsed());
+            let running = workload == Workload::Running;
+            let dropped = running && ended_for.is_some_and(|d| d >= STREAM_SETTLE);
+            if let Some(d) = ended_for.filter(|d| running && *d < STREAM_SETTLE) {
+                waits.push(STREAM_SETTLE - d);
+            }
+            let pods_api = kube::Api::namespaced(client.clone(), &namespace);
+            let container = tool_container_name(pod).to_owned();
+            let notify = notifier(ctx, task);
+            Some(ctx.followers.ensure(
+                &uid,
+                pods_api,
+                (&pod.name_any(), &pod_uid),
+                &container,
+                dropped,
+                notify,
+            ))
+        }
+        None => ctx.followers.state(&uid),
+    };
+    // A follower that just (re)started has not replayed the log yet: deciding now would show a
+    // task that was input_required (say) as working for a moment after an operator restart.
+    let warming_for = follow_state
+        .as_ref()
+        .and_then(|s| lock(s).started_at)
+        .map(|t| t.elapsed())
+        .filter(|d| *d < FOLLOW_WARMUP && task.status.is_some() && workload == Workload::Running);
+    if let Some(elapsed) = warming_for {
+        return Ok(Action::requeue(FOLLOW_WARMUP - elapsed));
+    }
+    let stopped = matches!(workload, Workload::Exited { .. } | Workload::Failed { .. });
+    let logs_pending = pod.is_some_and(tool_container_started)
+        && follow_state.as_ref().is_some_and(|s| !lock(s).ended);
+    if stopped && logs_pending {
+        return Ok(Action::requeue(LOGS_PENDING));
+    }
+
+    let grace_secs = tool
+        .as_ref()
+        .map_or(DEFAULT_CANCEL_GRACE_PERIOD_SECONDS, |t| {
+            t.spec.cancel_grace_period_seconds
+        });
+    let decision = {
+        let empty = FollowState::default();
+        let guard = follow_state.as_ref().map(|s| lock(s));
+        let progress = &guard.as_deref().unwrap_or(&empty).progress;
+        decide(&Observation {
+            workload: &workload,
+            progress,
+            answers: task.spec.input_responses.as_ref(),
+            cancel_requested_at: cancel_at,
+            cancel_grace: SignedDuration::from_secs(grace_secs),
+            job_recorded: job_recorded || job.is_some(),
+            now,
+        })
+    };
+    if decision.action == Some(outcome::Action::DeleteJob) {
+        apply::delete_job(client, &namespace, &name).await?;
+    }
+    let job_name = job.as_ref().map(|j| j.name_any());
+    finish(task, ctx, &uid, &decision, job_name, waits).await
+}
+
+/// Writes the decided status (coalesced), publishes the transition Event and requeues for the
+/// soonest of `wait` (expiry, log settling), a coalesced write, a cancel deadline and resync.
+async fn finish(
+    task: &McpTask,
+    ctx: &Context,
+    uid: &str,
+    decision: &Decision,
+    job_name: Option<String>,
+    mut wait: Vec<Duration>,
+) -> Result<Action> {
+    let current = task.status.as_ref();
+    let status_ctx = StatusContext {
+        job_name: job_name.or_else(|| current.and_then(|s| s.job_name.clone())),
+        created_at: task.created_at(),
+        expires_at: task.expires_at(),
+        generation: task.metadata.generation,
+        now: Timestamp::now(),
+    };
+    let terminal = decision.outcome.status().is_terminal();
+    if let Some(next) = next_status(current, &decision.outcome, &status_ctx) {
+        let delay = write_delay(
+            ctx.since_last_write(uid),
+            ctx.config.status_interval,
+            terminal,
+        );
+        if delay.is_zero() {
+            apply::apply_status(&ctx.client, task, &next).await?;
+            ctx.record_write(uid, terminal);
+            if let Some(event) = transition_event(current.map(|s| s.status), &decision.outcome) {
+                ctx.metrics.transition(event.reason);
+                ctx.publish(task, event.reason, event.note, event.warning)
+                    .await;
+            }
+            if terminal {
+                ctx.followers.stop(uid);
+            }
+        } else {
+            wait.push(delay);
+        }
+    }
+    if !terminal {
+        let resync = ctx.config.resync.as_millis() as u64;
+        wait.push(Duration::from_millis(
+            rand::rng().random_range(resync..=resync + resync / 10),
+        ));
+    }
+    if let Some(recheck) = decision
+        .recheck_after
+        .and_then(|d| Duration::try_from(d).ok())
+    {
+        wait.push(recheck);
+    }
+    Ok(wait
+        .into_iter()
+        .min()
+        .map_or_else(Action::await_change, Action::requeue))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! Reconcile tests against a mocked API server: the exact calls, in order, and what they carry.
+
+use std::collections::BTreeMap;
+
+use axum::http::Method;
+use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTaskStatus, McpTool, TaskStatus};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::fixtures::api::{Call, context};
+use crate::fixtures::{task, tool};
+
+const ID: &str = "abcdefghijklmnopqrstuvwxyz234567";
+const TOOLS: &str = "/apis/mcptasks.io/v1alpha1/namespaces/tools/mcptools";
+const JOB: &str = "/apis/batch/v1/namespaces/tools/jobs/abcdefghijklmnopqrstuvwxyz234567";
+const PODS: &str = "/api/v1/namespaces/tools/pods";
+const TASK: &str =
+    "/apis/mcptasks.io/v1alpha1/namespaces/tools/mcptasks/abcdefghijklmnopqrstuvwxyz234567";
+
+/// The fixture task without a TTL, so that it is not already expired in real time.
+fn live_task() -> McpTask {
+    let mut t = task();
+    t.spec.ttl_ms = None;
+    t
+}
+
+fn tool_list(items: Vec<McpTool>) -> Value {
+    json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList", "metadata": {}, "items": items})
+}
+
+fn status_call(task: &McpTask) -> Call {
+    Call::ok(
+        Method::PATCH,
+        &format!("{TASK}/status"),
+        serde_json::to_value(task).unwrap(),
+    )
+}
+
+async fn run(task: McpTask, calls: Vec<Call>) -> (Action, Vec<Value>) {
+    let (ctx, server, _triggers) = context(calls);
+    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .expect("reconcile succeeds");
+    (action, server.await.expect("every expected call was made"))
+}
+
+#[tokio::test]
+async fn new_task_gets_one_job_and_a_working_status() {
+    let task = live_task();
+    let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []});
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        Call::echo(Method::PATCH, JOB),
+        Call::event("tools"),
+        Call::ok(Method::GET, PODS, pods),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (action, bodies) = run(task, calls).await;
+    let job = &bodies[2];
+    assert_eq!(job["metadata"]["name"], ID);
+    assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], "task-uid");
+    assert_eq!(job["spec"]["backoffLimit"], 0);
+    let status = &bodies[5]["status"];
+    assert_eq!(bodies[5]["kind"], "McpTask");
+    assert_eq!(status["status"], "working");
+    assert_eq!(status["jobName"], ID);
+    assert_eq!(
+        status["statusMessage"],
+        "Waiting for the Job to create a pod"
+    );
+    assert_eq!(status["createdAt"], "2026-08-01T12:00:00Z");
+    assert_eq!(bodies[6]["reason"], "Working");
+    assert!(action != Action::await_change(), "a live task is resynced");
+}
+
+#[tokio::test]
+async fn terminal_task_without_ttl_makes_no_calls() {
+    let mut task = live_task();
+    task.status = Some(McpTaskStatus {
+        status: TaskStatus::Completed,
+        ..Default::default()
+    });
+    let (action, bodies) = run(task, vec![]).await;
+    assert_eq!(action, Action::await_change());
+    assert!(bodies.is_empty());
+}
+
+#[tokio::test]
+async fn expired_task_is_deleted() {
+    // The fixture was created on 2026-08-01 with a one-hour TTL.
+    let calls = vec![
+        Call::event("tools"),
+        Call::ok(Method::DELETE, TASK, serde_json::to_value(task()).unwrap()),
+    ];
+    let (action, _) = run(task(), calls).await;
+    assert_eq!(action, Action::await_change());
+}
+
+#[tokio::test]
+async fn cancel_before_the_job_exists_cancels_without_creating_one() {
+    let mut task = live_task();
+    task.metadata.annotations = Some(BTreeMap::from([(
+        CANCEL_REQUESTED_ANNOTATION.into(),
+        "2026-08-01T12:00:01Z".into(),
+    )]));
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    assert_eq!(bodies[2]["status"]["status"], "cancelled");
+    assert_eq!(bodies[3]["reason"], "Cancelled");
+}
+
+#[tokio::test]
+async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
+    let mut task = live_task();
+    task.status = Some(McpTaskStatus {
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    let status = &bodies[2]["status"];
+    assert_eq!(status["status"], "failed");
+    assert_eq!(status["error"]["code"], -32603);
+    assert_eq!(status["error"]["data"]["reason"], "JobDeleted");
+}
+
+#[tokio::test]
+async fn unknown_tool_fails_the_task() {
+    let task = live_task();
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![])),
+        Call::not_found(JOB),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    assert_eq!(
+        bodies[2]["status"]["error"]["data"]["reason"],
+        "ToolNotFound"
+    );
+    assert_eq!(bodies[3]["type"], "Warning");
+}
+
+#[tokio::test]
+async fn unparsable_task_gets_a_warning_and_waits_for_a_change() {
+    let invalid = kube::core::error_boundary::InvalidObject {
+        error: "missing field `owner`".into(),
+        metadata: task().metadata,
+    };
+    let (ctx, server, _triggers) = context(vec![Call::event("tools")]);
+    let action = reconcile(Arc::new(DeserializeGuard(Err(invalid))), ctx)
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    let bodies = server.await.unwrap();
+    assert_eq!(bodies[0]["reason"], "InvalidObject");
+    assert_eq!(bodies[0]["type"], "Warning");
+}
+
+fn job_json() -> Value {
+    let config = crate::config::Config::from_lookup(|_| None).unwrap();
+    let mut job = serde_json::to_value(build_job(&live_task(), &tool(), &config).unwrap()).unwrap();
+    job["status"] = json!({"active": 1});
+    job
+}
+
+fn pod_list(phase: &str, state: Value, annotations: Value) -> Value {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-pod", "namespace": "tools", "uid": "pod-uid",
+                     "labels": {"batch.kubernetes.io/job-name": ID}, "annotations": annotations},
+        "spec": {"containers": [{"name": "main", "image": "example.com/report:1"}]},
+        "status": {"phase": phase, "containerStatuses": [{"name": "main", "image": "i",
+                   "imageID": "", "ready": true, "restartCount": 0, "state": state}]},
+    });
+    json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
+}
+
+#[tokio::test]
+async fn answers_reach_the_running_pods_annotations() {
+    let mut task = live_task();
+    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
+    let stale = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
+    let pods = pod_list("Running", json!({"running": {}}), stale);
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, job_json()),
+        Call::ok(Method::GET, PODS, pods.clone()),
+        Call::ok(
+            Method::PATCH,
+            &format!("{PODS}/job-pod"),
+            pods["items"][0].clone(),
+        ),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    let bodies = server.await.unwrap();
+    assert_eq!(
+        bodies[3],
+        json!({"metadata": {"annotations": {"mcptasks.io/cancel-requested": "",
+               "mcptasks.io/input-responses": "{\"q\":{\"action\":\"accept\"}}"}}})
+    );
+    assert_eq!(bodies[4]["status"]["status"], "working");
+    assert_eq!(bodies[4]["status"]["statusMessage"], "Running");
+}
+
+#[tokio::test]
+async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
+    let task = live_task();
+    let pods = pod_list(
+        "Succeeded",
+        json!({"terminated": {"exitCode": 0}}),
+        json!({}),
+    );
+    let observe = || {
+        vec![
+            Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+            Call::ok(Method::GET, JOB, job_json()),
+            Call::ok(Method::GET, PODS, pods.clone()),
+        ]
+    };
+    let mut calls = observe();
+    calls.extend(observe());
+    calls.extend([status_call(&task), Call::event("tools")]);
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
+        calls,
+        "hello\n{\"mcp\":\"status\",\"message\":\"done\"}\nworld",
+    );
+    let guard = Arc::new(DeserializeGuard(Ok(task)));
+
+    let first = reconcile(Arc::clone(&guard), Arc::clone(&ctx))
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Action::requeue(LOGS_PENDING),
+        "no outcome before the logs are read"
+    );
+    let state = ctx.followers.state("task-uid").expect("a follower runs");
+    while !lock(&state).ended {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    reconcile(guard, ctx).await.unwrap();
+    let bodies = server.await.unwrap();
+    let status = &bodies[6]["status"];
+    assert_eq!(status["status"], "completed");
+    assert_eq!(status["statusMessage"], "done");
+    assert_eq!(status["result"]["content"][0]["text"], "hello\nworld");
+    assert_eq!(status["result"]["isError"], false);
+    assert_eq!(bodies[7]["reason"], "Completed");
+}
+
+#[tokio::test]
+async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
+    let mut task = live_task();
+    task.metadata.annotations = Some(BTreeMap::from([(
+        CANCEL_REQUESTED_ANNOTATION.into(),
+        "2026-08-01T12:00:01Z".into(),
+    )]));
+    let pods = pod_list("Running", json!({"running": {}}), json!({}));
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, job_json()),
+        Call::ok(Method::GET, PODS, pods.clone()),
+        Call::ok(
+            Method::PATCH,
+            &format!("{PODS}/job-pod"),
+            pods["items"][0].clone(),
+        ),
+        Call::ok(Method::DELETE, JOB, job_json()),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    let bodies = server.await.unwrap();
+    assert_eq!(
+        bodies[3]["metadata"]["annotations"]["mcptasks.io/cancel-requested"],
+        "2026-08-01T12:00:01Z"
+    );
+    assert_eq!(bodies[5]["status"]["status"], "cancelled");
+    assert_eq!(
+        bodies[5]["status"]["statusMessage"],
+        "Cancelled; the tool did not stop within its grace period"
+    );
+}
+
+#[tokio::test]
+async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
+    let mut task = live_task();
+    task.status = Some(McpTaskStatus {
+        status: TaskStatus::InputRequired,
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
+    let pods = pod_list("Running", json!({"running": {}}), current);
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, job_json()),
+        Call::ok(Method::GET, PODS, pods),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    // Any further call (a status write) would find the mock gone and fail the reconcile.
+    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    server.await.unwrap();
+    // Action hides its duration; a sub-second requeue prints in ms (a resync would print 300s).
+    let shown = format!("{action:?}");
+    assert!(
+        shown.contains("requeue_after: Some(") && shown.contains("ms)"),
+        "{shown}"
+    );
+}

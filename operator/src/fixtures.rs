@@ -1,0 +1,195 @@
+//! Test fixtures: `McpTool` and `McpTask` objects from inline YAML.
+
+use mcp_task_operator_crds::{McpTask, McpTool};
+
+/// Parses an `McpTool` from YAML.
+pub fn tool_from(yaml: &str) -> McpTool {
+    serde_yaml::from_str(yaml).expect("tool fixture is valid YAML")
+}
+
+/// Parses an `McpTask` from YAML.
+pub fn task_from(yaml: &str) -> McpTask {
+    serde_yaml::from_str(yaml).expect("task fixture is valid YAML")
+}
+
+/// A single-container tool named `report` (MCP name `restock_report`).
+pub fn tool() -> McpTool {
+    tool_from(
+        r#"
+apiVersion: mcptasks.io/v1alpha1
+kind: McpTool
+metadata: {name: report, namespace: tools, generation: 1, uid: tool-uid}
+spec:
+  name: restock_report
+  inputSchema: {type: object, properties: {sku: {type: string}}}
+  activeDeadlineSeconds: 600
+  template:
+    spec:
+      containers:
+        - name: main
+          image: example.com/report:1
+"#,
+    )
+}
+
+/// A stored task of the `report` tool with arguments and no status.
+pub fn task() -> McpTask {
+    task_from(
+        r#"
+apiVersion: mcptasks.io/v1alpha1
+kind: McpTask
+metadata:
+  name: abcdefghijklmnopqrstuvwxyz234567
+  namespace: tools
+  uid: task-uid
+  generation: 1
+  creationTimestamp: "2026-08-01T12:00:00Z"
+spec:
+  tool: restock_report
+  owner: alice
+  ttlMs: 3600000
+  arguments: {sku: "A-1"}
+"#,
+    )
+}
+
+/// A mocked API server: the requests a reconcile is expected to make, in order.
+pub mod api {
+    use std::sync::Arc;
+
+    use axum::http::{Method, Request, Response, StatusCode};
+    use futures::channel::mpsc::UnboundedReceiver;
+    use kube::client::Body;
+    use serde_json::Value;
+    use tokio::task::JoinHandle;
+
+    use crate::config::Config;
+    use crate::context::{Context, TaskRef};
+    use crate::state::State;
+
+    /// One expected request: method, path (query excluded) and the response to send.
+    #[derive(Debug, Clone)]
+    pub struct Call {
+        /// Expected method.
+        pub method: Method,
+        /// Expected path, without the query string.
+        pub path: String,
+        /// Response status.
+        pub status: StatusCode,
+        /// Response body; `None` echoes the request body.
+        pub body: Option<Value>,
+    }
+
+    impl Call {
+        /// Expects `method path` and answers 200 with `body`.
+        pub fn ok(method: Method, path: &str, body: Value) -> Self {
+            Self {
+                method,
+                path: path.to_owned(),
+                status: StatusCode::OK,
+                body: Some(body),
+            }
+        }
+
+        /// Expects `method path` and answers 200 echoing the request body (apply, create).
+        pub fn echo(method: Method, path: &str) -> Self {
+            Self {
+                method,
+                path: path.to_owned(),
+                status: StatusCode::OK,
+                body: None,
+            }
+        }
+
+        /// Expects `GET path` and answers 404.
+        pub fn not_found(path: &str) -> Self {
+            let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "reason": "NotFound", "code": 404, "message": "not found"});
+            Self {
+                method: Method::GET,
+                path: path.to_owned(),
+                status: StatusCode::NOT_FOUND,
+                body: Some(body),
+            }
+        }
+
+        /// Expects an Event to be published in `namespace`.
+        pub fn event(namespace: &str) -> Self {
+            Self::echo(
+                Method::POST,
+                &format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
+            )
+        }
+    }
+
+    /// A context whose client talks to a mock serving `calls` in order; the handle returns the
+    /// request bodies (JSON) once every call was made, and fails on any unexpected request.
+    pub fn context(
+        calls: Vec<Call>,
+    ) -> (
+        Arc<Context>,
+        JoinHandle<Vec<Value>>,
+        UnboundedReceiver<TaskRef>,
+    ) {
+        context_with_logs(calls, "")
+    }
+
+    /// Like [`context`], but every pod log request, whenever it comes (log followers run in
+    /// the background), is answered at once with `logs` and not counted as a call.
+    pub fn context_with_logs(
+        calls: Vec<Call>,
+        logs: &'static str,
+    ) -> (
+        Arc<Context>,
+        JoinHandle<Vec<Value>>,
+        UnboundedReceiver<TaskRef>,
+    ) {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(async move {
+            let mut bodies = Vec::new();
+            let mut calls = calls.into_iter();
+            let mut next = calls.next();
+            while let Some(call) = next.take() {
+                let (request, send) = handle
+                    .next_request()
+                    .await
+                    .expect("the reconcile made this call");
+                if request.uri().path().ends_with("/log") {
+                    let response = Response::builder().body(Body::from(logs.as_bytes().to_vec()));
+                    send.send_response(response.expect("response"));
+                    next = Some(call);
+                    continue;
+                }
+                assert_eq!(
+                    (request.method(), request.uri().path()),
+                    (&call.method, call.path.as_str()),
+                    "unexpected request {request:?}"
+                );
+                let bytes = request
+                    .into_body()
+                    .collect_bytes()
+                    .await
+                    .expect("request body");
+                let sent: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let body = call.body.unwrap_or_else(|| sent.clone());
+                bodies.push(sent);
+                let response = Response::builder()
+                    .status(call.status)
+                    .body(Body::from(serde_json::to_vec(&body).expect("json")))
+                    .expect("response");
+                send.send_response(response);
+                next = calls.next();
+            }
+            bodies
+        });
+        let client = kube::Client::new(service, "default");
+        let state = State::default();
+        let config = Arc::new(Config::from_lookup(|_| None).expect("default config"));
+        let (trigger, triggers) = futures::channel::mpsc::unbounded();
+        (
+            Arc::new(Context::new(client, state.metrics(), config, trigger)),
+            server,
+            triggers,
+        )
+    }
+}

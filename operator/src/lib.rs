@@ -1,0 +1,22 @@
+//! mcp-task-operator: reconciles `McpTool` and `McpTask` resources into validated tools and
+//! Kubernetes Jobs that run them.
+//!
+//! The pure core (the tool container contract, Job building, outcome mapping) lives in
+//! [`contract`] and [`controller`]; the IO edges talk to the API server.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod context;
+pub mod contract;
+pub mod controller;
+pub mod error;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod state;
+pub mod telemetry;
+
+pub use error::{Error, Result};
+
+#[cfg(test)]
+mod fixtures;

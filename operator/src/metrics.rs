@@ -1,0 +1,168 @@
+//! Prometheus metrics: reconcile runs, failures by category, reconcile duration, task status
+//! transitions, tool-output warnings and leadership.
+//!
+//! Labels are fixed, low-cardinality strings (controller names, error categories, statuses),
+//! never object names or `Debug` output.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels naming a controller (`mcptask` or `mcptool`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    /// The controller.
+    pub controller: &'static str,
+}
+
+/// Labels of a failed reconcile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    /// The controller.
+    pub controller: &'static str,
+    /// The error's [`crate::Error::category`].
+    pub category: &'static str,
+}
+
+/// Labels of a task status transition or tool-output warning.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// A PascalCase reason (`Completed`, `MalformedMessage`...).
+    pub reason: &'static str,
+}
+
+/// Every metric the operator exports.
+#[derive(Debug)]
+pub struct Metrics {
+    reconciliations: Family<ControllerLabels, Counter>,
+    failures: Family<FailureLabels, Counter>,
+    duration: Family<ControllerLabels, Histogram>,
+    transitions: Family<ReasonLabels, Counter>,
+    tool_warnings: Family<ReasonLabels, Counter>,
+    leader: Gauge,
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them in `registry` under the `mcp_operator` prefix.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            reconciliations: Family::default(),
+            failures: Family::default(),
+            duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.005, 2.0, 12))
+            }),
+            transitions: Family::default(),
+            tool_warnings: Family::default(),
+            leader: Gauge::default(),
+        };
+        let registry = registry.sub_registry_with_prefix("mcp_operator");
+        registry.register(
+            "reconciliations",
+            "Reconciles run",
+            metrics.reconciliations.clone(),
+        );
+        registry.register(
+            "reconcile_failures",
+            "Reconciles that failed, by error category",
+            metrics.failures.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time spent in one reconcile",
+            metrics.duration.clone(),
+        );
+        registry.register(
+            "task_transitions",
+            "Task status transitions, by Event reason",
+            metrics.transitions.clone(),
+        );
+        registry.register(
+            "tool_output_warnings",
+            "Malformed or misplaced messages in tool output, by reason",
+            metrics.tool_warnings.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease",
+            metrics.leader.clone(),
+        );
+        metrics
+    }
+
+    /// Counts one reconcile of `controller` that took `elapsed`.
+    pub fn reconciled(&self, controller: &'static str, elapsed: Duration) {
+        let labels = ControllerLabels { controller };
+        self.reconciliations.get_or_create(&labels).inc();
+        self.duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one failed reconcile of `controller` with an error of `category`.
+    pub fn failed(&self, controller: &'static str, category: &'static str) {
+        self.failures
+            .get_or_create(&FailureLabels {
+                controller,
+                category,
+            })
+            .inc();
+    }
+
+    /// Counts one task status transition, by its Event reason.
+    pub fn transition(&self, reason: &'static str) {
+        self.transitions
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Counts one warning about a tool's output, by its reason.
+    pub fn tool_warning(&self, reason: &'static str) {
+        self.tool_warnings
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Records whether this replica is the leader.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+}
+
+/// Renders `registry` in the Prometheus text format.
+pub fn render(registry: &Registry) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_render_with_the_prefix_and_fixed_labels() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        metrics.reconciled("mcptask", Duration::from_millis(12));
+        metrics.failed("mcptask", "kube_apply");
+        metrics.transition("Completed");
+        metrics.tool_warning("MalformedMessage");
+        metrics.set_leader(true);
+        let text = render(&registry).unwrap();
+        for expected in [
+            "mcp_operator_reconciliations_total{controller=\"mcptask\"} 1",
+            "mcp_operator_reconcile_failures_total{controller=\"mcptask\",category=\"kube_apply\"} 1",
+            "mcp_operator_reconcile_duration_seconds_count{controller=\"mcptask\"} 1",
+            "mcp_operator_task_transitions_total{reason=\"Completed\"} 1",
+            "mcp_operator_tool_output_warnings_total{reason=\"MalformedMessage\"} 1",
+            "mcp_operator_leader 1",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+    }
+}
