@@ -6,11 +6,13 @@
 
 use std::borrow::Cow;
 
+use rmcp::model::ErrorCode;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, DiscoverResult,
-    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
-    InitializeResultMethod, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CustomRequest, CustomResult, DiscoverResult, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, InitializeResultMethod, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -171,5 +173,30 @@ impl ServerHandler for McpHandler {
     ) -> Result<(), ErrorData> {
         let caller = caller(&context)?;
         Ok(tasks::cancel_task(&self.state, &caller, &request.task_id).await?)
+    }
+
+    /// Requests rmcp could not parse into a known method. For `tasks/*` that means missing or
+    /// mistyped params: the capability gate still comes first (-32021), then -32602, instead
+    /// of rmcp's default -32601 (HTTP 404), which would claim the method does not exist.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method;
+        let required = match method.as_str() {
+            "tasks/get" | "tasks/cancel" => "taskId",
+            "tasks/update" => "taskId and inputResponses",
+            _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+        };
+        if !declares_tasks(&context) {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        Err(ErrorData::invalid_params(
+            format!("invalid {method} params: {required} required"),
+            None,
+        ))
     }
 }

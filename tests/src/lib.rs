@@ -184,3 +184,22 @@ pub async fn ensure_crds(client: &Client) {
         }
     }
 }
+
+/// Runs `helm` (the one `make` put on `PATH`, next to kubectl) against the test cluster.
+pub fn helm(args: &[&str]) -> Output {
+    std::process::Command::new("helm")
+        .args(args)
+        .output()
+        .expect("helm runs (make puts the cluster's helm on PATH)")
+}
+
+/// The chart's directory in this checkout.
+pub fn chart_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
+}
+
+pub mod fixture_tools;
+pub mod frontend;
+pub mod mcp_client;
+pub mod operator;
+pub mod status_writer;

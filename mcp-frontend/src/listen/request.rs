@@ -3,7 +3,9 @@
 
 use axum::http::request::Parts;
 use bytes::Bytes;
-use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, RequestId, RequestMetaObject};
+use rmcp::model::{
+    ClientCapabilities, ErrorCode, ErrorData, ProtocolVersion, RequestId, RequestMetaObject,
+};
 use serde_json::Value;
 
 use super::METHOD;
@@ -115,10 +117,12 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
         .client_capabilities()
         .is_some_and(|c| c.supports_tasks());
     if !task_ids.is_empty() && !declares {
-        let error = crate::error::Error::TasksCapabilityRequired {
-            tool: METHOD.to_owned(),
-        };
-        return Err(fail(error.to_error_data(), false));
+        // rmcp's own wording: the tools/call message ("tool ... runs only as a task") would
+        // name the method as if it were a tool.
+        let error = ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        );
+        return Err(fail(error, false));
     }
     Ok(Listen { id, task_ids })
 }

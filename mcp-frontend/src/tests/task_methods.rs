@@ -28,6 +28,34 @@ async fn non_declaring_task_requests_get_32021_before_any_lookup() {
 }
 
 #[tokio::test]
+async fn task_requests_with_missing_params_are_gated_then_invalid_not_unknown_methods() {
+    let (state, _) = test_state();
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        // Without taskId (and inputResponses) rmcp cannot parse the request: the capability
+        // gate still answers first...
+        let (status, body) = call(&state, rpc(method, json!({"_meta": meta(false)}))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32021, "{method}: {body}");
+        // ...then invalid params, never "method not found".
+        let (status, body) = call(&state, rpc(method, json!({"_meta": meta(true)}))).await;
+        assert_eq!(status, StatusCode::OK, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32602, "{method}: {body}");
+    }
+    // tasks/update needs inputResponses as well.
+    let params = json!({"taskId": "gate-test", "_meta": meta(true)});
+    let (_, body) = call(&state, rpc("tasks/update", params)).await;
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    // Unknown methods stay -32601 with HTTP 404.
+    let (status, body) = call(
+        &state,
+        rpc("tasks/frobnicate", json!({"_meta": meta(true)})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["code"], -32601);
+}
+
+#[tokio::test]
 async fn unknown_foreign_and_malformed_ids_look_the_same() {
     let (state, store) = test_state();
     let foreign = stored_task(&store, "someone-else", working());

@@ -1,0 +1,234 @@
+//! The conformance suite's fixture tools (protocol reference B18) without the operator: their
+//! `McpTool`s applied and marked Ready, and the script the stand-in status writer plays for
+//! them, as `examples/conformance/conformance-tools.sh` behaves under the real operator.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+use mcp_task_operator_crds::{McpTask, McpTool};
+use serde_json::{Value, json};
+
+use crate::status_writer::{STATUS_FIELD_MANAGER, Script, StatusWriter, Step};
+
+/// Marks every `McpTool` in `ns` Ready for its current generation, as the operator does for a
+/// valid tool (see `McpTool::is_ready`).
+pub async fn mark_tools_ready(client: &Client, ns: &str) {
+    let api: Api<McpTool> = Api::namespaced(client.clone(), ns);
+    let tools = api.list(&Default::default()).await.expect("list McpTools");
+    for tool in tools {
+        let patch = json!({
+            "apiVersion": "mcptasks.io/v1alpha1",
+            "kind": "McpTool",
+            "status": {
+                "observedGeneration": tool.metadata.generation,
+                "mcpName": tool.mcp_name(),
+                "conditions": [{
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Valid",
+                    "message": "marked ready by the test stand-in for the operator",
+                    "lastTransitionTime": Timestamp::now().to_string(),
+                    "observedGeneration": tool.metadata.generation,
+                }],
+            },
+        });
+        api.patch_status(
+            &tool.name_any(),
+            &PatchParams::apply(STATUS_FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("cannot mark McpTool {} ready: {e}", tool.name_any()));
+    }
+}
+
+/// Server-side applies every `McpTool` in the YAML file `path` (relative to the repository
+/// root) into `ns`.
+pub async fn apply_tools(client: &Client, ns: &str, path: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let api: Api<McpTool> = Api::namespaced(client.clone(), ns);
+    for document in serde_yaml::Deserializer::from_str(&text) {
+        let value = <Value as serde::Deserialize>::deserialize(document).expect("valid YAML");
+        if value.is_null() {
+            continue;
+        }
+        apply_tool(&api, value).await;
+    }
+}
+
+/// Server-side applies one `McpTool` given as JSON (apiVersion and kind may be left out).
+pub async fn apply_tool(api: &Api<McpTool>, mut tool: Value) {
+    tool["apiVersion"] = json!("mcptasks.io/v1alpha1");
+    tool["kind"] = json!("McpTool");
+    let name = tool["metadata"]["name"]
+        .as_str()
+        .expect("McpTool has a name")
+        .to_owned();
+    api.patch(
+        &name,
+        &PatchParams::apply(crate::TEST_FIELD_MANAGER).force(),
+        &Patch::Apply(&tool),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("cannot apply McpTool {name}: {e}"));
+}
+
+/// One form elicitation asking for a single property.
+pub fn elicitation(message: &str, property: &str, kind: &str) -> Value {
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": { property: { "type": kind } },
+                "required": [property],
+            },
+        },
+    })
+}
+
+fn argument<'a>(task: &'a McpTask, name: &str) -> Option<&'a Value> {
+    task.spec.arguments.as_ref()?.get(name)
+}
+
+fn answer<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
+    task.spec.input_responses.as_ref()?.get(key)
+}
+
+/// The conformance suite's fixture tools (B18), as `examples/conformance/conformance-tools.sh`
+/// behaves under the operator; any other tool stays `working` until cancelled.
+pub fn fixture_script() -> Script {
+    std::sync::Arc::new(|task, elapsed| {
+        let cancel = task.is_cancel_requested();
+        let text = |name: &str| {
+            argument(task, name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match task.spec.tool.as_str() {
+            "greet" => Step::completed(&format!("Hello, {}!", text("name")), false),
+            "slow_compute" => {
+                let seconds = argument(task, "seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                if cancel {
+                    Step::cancelled()
+                } else if elapsed.as_secs_f64() < seconds {
+                    Step::working(&format!("{}: computing", text("label")))
+                } else {
+                    let mut step = Step::completed(
+                        &format!("Computed {} in {seconds} s", text("label")),
+                        false,
+                    );
+                    step.result.as_mut().expect("result")["structuredContent"] =
+                        json!({ "label": text("label"), "seconds": seconds });
+                    step
+                }
+            }
+            "failing_job" if cancel => Step::cancelled(),
+            "failing_job" if elapsed < Duration::from_secs(1) => {
+                Step::working("working on a job that is going to fail")
+            }
+            "failing_job" => Step::completed("failing_job: the job failed on purpose", true),
+            "protocol_error_job" if cancel => Step::cancelled(),
+            "protocol_error_job" if elapsed < Duration::from_millis(500) => {
+                Step::working("about to fail")
+            }
+            "protocol_error_job" => Step::failed(
+                -32603,
+                "protocol_error_job: internal error raised on purpose",
+            ),
+            "confirm_delete" => {
+                let file = text("filename");
+                match answer(task, "confirm-1") {
+                    _ if cancel => Step::cancelled(),
+                    None => Step::input(BTreeMap::from([(
+                        "confirm-1".to_owned(),
+                        elicitation(&format!("Delete {file}?"), "confirm", "boolean"),
+                    )])),
+                    Some(a) if a["action"] == "accept" && a["content"]["confirm"] == true => {
+                        Step::completed(&format!("Deleted {file}"), false)
+                    }
+                    Some(a) => Step::completed(
+                        &format!(
+                            "Kept {file}: deletion not confirmed (action: {})",
+                            a["action"]
+                        ),
+                        false,
+                    ),
+                }
+            }
+            "multi_input" => match (answer(task, "name-1"), answer(task, "confirm-1")) {
+                _ if cancel => Step::cancelled(),
+                (Some(name), Some(confirm)) => Step::completed(
+                    &format!(
+                        "Hello, {}! Go on: {}.",
+                        name["content"]["name"].as_str().unwrap_or("stranger"),
+                        confirm["content"]["confirm"] == true
+                    ),
+                    false,
+                ),
+                _ => Step::input(BTreeMap::from([
+                    (
+                        "name-1".to_owned(),
+                        elicitation("What is your name?", "name", "string"),
+                    ),
+                    (
+                        "confirm-1".to_owned(),
+                        elicitation("Shall I go on?", "confirm", "boolean"),
+                    ),
+                ])),
+            },
+            "test_tool_with_task" => {
+                let name = task
+                    .spec
+                    .start_input_responses
+                    .as_ref()
+                    .and_then(|r| r.get("user_name"))
+                    .and_then(|r| r["content"]["name"].as_str())
+                    .unwrap_or("anonymous")
+                    .to_owned();
+                if cancel {
+                    Step::cancelled()
+                } else if elapsed < Duration::from_secs(1) {
+                    Step::working(&format!("greeting {name}"))
+                } else {
+                    Step::completed(&format!("Hello, {name}! The task finished for you."), false)
+                }
+            }
+            _ if cancel => Step::cancelled(),
+            _ => Step::working("running"),
+        }
+    })
+}
+
+/// Prepares `ns` for a front end test: the CRDs, the conformance fixture tools
+/// (`examples/conformance/mcptools.yaml`) marked Ready, and the stand-in playing
+/// [`fixture_script`]. Keep the returned writer alive for the test.
+pub async fn serve_fixtures(client: &Client, ns: &str) -> StatusWriter {
+    crate::ensure_crds(client).await;
+    apply_tools(client, ns, "examples/conformance/mcptools.yaml").await;
+    mark_tools_ready(client, ns).await;
+    StatusWriter::start(client.clone(), ns, fixture_script())
+}
+
+/// Every fixture tool's MCP name.
+pub const FIXTURE_TOOLS: [&str; 7] = [
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+];
