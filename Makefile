@@ -69,7 +69,8 @@ images: ## build the example tool images (imported when the cluster runs)
 
 .PHONY: integration
 integration: ## integration and end-to-end tests against the running local cluster
-	cargo build --locked --bin mcp-task-frontend --bin mcp-task-operator
+	PROFILE=debug hack/build-images.sh
+	examples/build-images.sh
 	MTO_CLIENTS=$$(hack/clients.sh) \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \

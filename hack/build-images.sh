@@ -7,10 +7,16 @@ set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
 TAG=${IMAGE_TAG:-dev}
+# PROFILE=debug packages the debug build the integration tests already compiled.
+PROFILE=${PROFILE:-release}
 cd "$REPO_ROOT"
-cargo build --release --locked --bin mcp-task-operator --bin mcp-task-frontend
-TARGET=${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release
+if [ "$PROFILE" = release ]; then
+  cargo build --release --locked --bin mcp-task-operator --bin mcp-task-frontend
+else
+  cargo build --locked --bin mcp-task-operator --bin mcp-task-frontend
+fi
+TARGET=${CARGO_TARGET_DIR:-$REPO_ROOT/target}/$PROFILE
 for bin in mcp-task-operator mcp-task-frontend; do
   "$HACK/images.sh" build "localhost/$bin:$TAG" --binary "$TARGET/$bin:/usr/local/bin/$bin" \
-    --entrypoint "/usr/local/bin/$bin" --user 65532:65532
+    --strip --entrypoint "/usr/local/bin/$bin" --user 65532:65532
 done

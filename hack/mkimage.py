@@ -4,6 +4,7 @@
 The root filesystem is assembled from:
   --busybox            a static busybox at /bin/busybox with a link per applet (/bin/sh, ...)
   --binary SRC[:DEST]  an ELF binary plus every shared library `ldd` lists for it
+                       (--strip drops its debug info)
   --copy SRC:DEST      a file or directory tree, copied as is
 The archive is reproducible (mtime 0, uid/gid 0 unless --owner), so the same inputs give the
 same digest. Import it with `ctr -n k8s.io images import OUT.tar`: the full reference is kept in
@@ -31,6 +32,7 @@ def parse_args():
     ap.add_argument("out", help="output .tar (OCI layout)")
     ap.add_argument("--busybox", action="store_true")
     ap.add_argument("--binary", action="append", default=[])
+    ap.add_argument("--strip", action="store_true", help="strip debug info from --binary files")
     ap.add_argument("--copy", action="append", default=[])
     ap.add_argument("--entrypoint", help="comma-separated")
     ap.add_argument("--cmd", help="comma-separated")
@@ -155,7 +157,10 @@ def main():
             add_busybox(root)
         for spec in args.binary:
             src, _, dest = spec.partition(":")
-            copy_into(root, src, dest or "/usr/local/bin/" + os.path.basename(src))
+            dest = dest or "/usr/local/bin/" + os.path.basename(src)
+            copy_into(root, src, dest)
+            if args.strip:
+                subprocess.run(["strip", "--strip-debug", os.path.join(root, dest.lstrip("/"))], check=True)
             for lib in shared_libraries(src):
                 copy_into(root, os.path.realpath(lib), lib)
         for spec in args.copy:
