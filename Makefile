@@ -89,8 +89,5 @@ test: ## every tier: fmt, generate check, clippy, unit, cluster up, integration,
 	exit $$status
 
 .PHONY: up
-up: ## the local cluster with the API installed (the full demo arrives with the Helm chart)
-	$(MAKE) cluster-up
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) kubectl apply --server-side -f crds/yaml/
-	@echo "export KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH=$(MTO_BIN):\$$PATH"
-	@echo "kubectl get mcp -A"
+up: ## cluster, images, Helm chart, example tools, then a demo task driven to completion
+	hack/up.sh

@@ -143,9 +143,18 @@ fn start_inputs(
     let modern = context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let mode_of = |request: &Value| match request.pointer("/params/mode").and_then(Value::as_str) {
+        Some("url") => "url",
+        _ => "form",
+    };
     if !modern {
+        let first = entry.start_inputs.values().next();
+        let mode = first
+            .and_then(|q| serde_json::to_value(q).ok())
+            .map_or("form", |q| mode_of(&q));
         return Err(Error::ElicitationRequired {
             tool: entry.name().to_owned(),
+            mode,
         });
     }
     // Only kinds this request declared may be asked (a bare `elicitation: {}` is form only).
@@ -165,6 +174,7 @@ fn start_inputs(
         if !input_request_allowed(Some(&declared), &request) {
             return Err(Error::ElicitationRequired {
                 tool: entry.name().to_owned(),
+                mode: mode_of(&request),
             });
         }
         let Some(response) = responses.get(key) else {

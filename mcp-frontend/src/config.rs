@@ -32,8 +32,10 @@ pub struct Config {
     /// `ALLOWED_HOSTS`: comma-separated `Host` values accepted on `/mcp` (`name` matches any
     /// port, `name:port` only that port). Default `localhost,127.0.0.1,[::1]`.
     pub allowed_hosts: Vec<String>,
-    /// `ALLOWED_ORIGINS`: comma-separated browser origins (`scheme://host[:port]`) accepted on
-    /// `/mcp`. Default empty: a request carrying any `Origin` header is refused with 403.
+    /// `ALLOWED_ORIGINS`: comma-separated browser origins (`scheme://host[:port]`, port `*` =
+    /// any) accepted on `/mcp`; when set, only these. Default empty: an `Origin` is accepted
+    /// when it is `http(s)://` on a host `ALLOWED_HOSTS` accepts (by default this machine), so
+    /// DNS-rebinding and foreign pages get 403 (see [`crate::origin`]).
     pub allowed_origins: Vec<String>,
     /// `MAX_BODY_BYTES`: largest accepted request body. Default 1 MiB.
     pub max_body_bytes: usize,

@@ -15,10 +15,13 @@ use crate::store::StoreError;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Message of the -32602 answer for unknown, foreign and purged tasks (one text for all, so
-/// that existence does not leak).
-pub const TASK_NOT_FOUND: &str = "Failed to retrieve task: Task not found";
-/// Message of the -32602 answer for an expired task, shown to its owner only.
-pub const TASK_EXPIRED: &str = "Failed to retrieve task: Task has expired";
+/// that existence does not leak). DESIGN decision 2 fixes the wording; the spec's examples
+/// prefix it with "Failed to retrieve task: ", which would be wrong for `tasks/cancel` and
+/// `tasks/update`, so the message is the bare reason on every task method.
+pub const TASK_NOT_FOUND: &str = "Task not found";
+/// Message of the -32602 answer for an expired task, shown to its owner only (DESIGN
+/// decision 2).
+pub const TASK_EXPIRED: &str = "Task has expired";
 
 /// A request the front end could not serve.
 #[derive(Debug, thiserror::Error)]
@@ -51,11 +54,13 @@ pub enum Error {
     },
     /// The tool asks start inputs but the request cannot receive elicitations.
     #[error(
-        "tool {tool} asks for input before it starts; the client must declare elicitation on MCP 2026-07-28"
+        "tool {tool} asks for input before it starts; the client must declare elicitation ({mode} mode) on MCP 2026-07-28"
     )]
     ElicitationRequired {
         /// The MCP tool name.
         tool: String,
+        /// The elicitation mode the unanswerable question needs: `form` or `url`.
+        mode: &'static str,
     },
     /// An answer in `inputResponses` has the wrong shape.
     #[error("Invalid input response {key}: {reason}")]
@@ -147,10 +152,11 @@ impl Error {
                 error.message = self.to_string().into();
                 error
             }
-            Self::ElicitationRequired { .. } => ErrorData::new(
+            // Mode-aware, as MRTR asks: a URL question needs `elicitation.url`.
+            Self::ElicitationRequired { mode, .. } => ErrorData::new(
                 ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 self.to_string(),
-                Some(json!({ "requiredCapabilities": { "elicitation": { "form": {} } } })),
+                Some(json!({ "requiredCapabilities": { "elicitation": { *mode: {} } } })),
             ),
             // DESIGN decision 2 chose -32000 (implementation-defined) for this.
             Self::PollRateExceeded { retry_after_ms } => ErrorData::new(

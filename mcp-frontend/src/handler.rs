@@ -22,12 +22,17 @@ use crate::error::Error;
 use crate::state::{AppState, server_info, server_info_meta};
 use crate::{call, tasks};
 
-/// Protocol versions served: 2026-07-28, and 2025-11-25 for legacy clients (synchronous calls).
-pub const SUPPORTED_VERSIONS: &[ProtocolVersion] =
-    &[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25];
+/// Protocol versions served per request (`_meta` + `MCP-Protocol-Version`): 2026-07-28. This is
+/// the list `server/discover` names in `supportedVersions` and a -32022 names in
+/// `data.supported`, so that the two agree (the conformance suite checks that every version
+/// in the error is one discover advertised). Like the reference SDK, it holds only
+/// revisions without `initialize`.
+pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
 
-/// Versions named in `server/discover`: only the modern ones, as the reference SDK does.
-const DISCOVER_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
+/// Versions a legacy client may negotiate through `initialize` (synchronous calls, no tasks).
+/// They are not per-request versions, so neither discover nor -32022 names them (protocol
+/// reference A6/A7: 2025-era versions are negotiated through `initialize`).
+pub const LEGACY_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2025_11_25];
 
 const INSTRUCTIONS: &str = "Tools run as Kubernetes Jobs. Long calls return a task handle \
     (io.modelcontextprotocol/tasks): poll tasks/get until the task is terminal.";
@@ -43,6 +48,23 @@ impl McpHandler {
     pub fn new(state: AppState) -> Self {
         Self { state }
     }
+}
+
+/// The `initialize` answer: the client's version when it is one of [`LEGACY_VERSIONS`], else
+/// the newest of them (the client then decides whether it can speak it). rmcp's own
+/// negotiation only draws on [`SUPPORTED_VERSIONS`], which holds no version with `initialize`;
+/// it keeps the version chosen here.
+pub fn negotiate_legacy(requested: &ProtocolVersion, mut info: ServerConfig) -> ServerConfig {
+    info.protocol_version = if LEGACY_VERSIONS.contains(requested) {
+        requested.clone()
+    } else {
+        LEGACY_VERSIONS
+            .iter()
+            .max_by(|a, b| a.as_str().cmp(b.as_str()))
+            .cloned()
+            .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    };
+    info
 }
 
 /// Whether this request may receive tasks: it declares the extension on MCP 2026-07-28 or later
@@ -69,8 +91,10 @@ pub fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, Error> {
 
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
+        // listChanged: subscriptions/listen honours toolsListChanged (see crate::listen).
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
@@ -88,7 +112,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<DiscoverResult, ErrorData> {
         // The answer does not depend on the caller, so shared caches may keep it.
         Ok(
-            DiscoverResult::from_server_info(DISCOVER_VERSIONS.to_vec(), self.get_info())
+            DiscoverResult::from_server_info(SUPPORTED_VERSIONS.to_vec(), self.get_info())
                 .with_ttl_ms(self.state.config.discover_ttl_ms)
                 .with_cache_scope(CacheScope::Public),
         )
@@ -104,7 +128,7 @@ impl ServerHandler for McpHandler {
             return Err(ErrorData::method_not_found::<InitializeResultMethod>());
         }
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        Ok(negotiate_legacy(&request.protocol_version, self.get_info()))
     }
 
     async fn list_tools(

@@ -17,7 +17,8 @@
 //! What rmcp cannot carry is `subscriptions/listen` with `taskIds`: its `SubscriptionFilter`
 //! has no `taskIds` field and its subscription sink refuses `notifications/tasks`. [`routes`]
 //! therefore peeks at each POST body and serves `subscriptions/listen` in [`listen`], which
-//! repeats rmcp's header/`_meta` checks for that one method. `Host`/`Origin` are checked by our
+//! repeats rmcp's header/`_meta` checks for that one method; the same route honours
+//! `toolsListChanged` from the `McpTool` watch. `Host`/`Origin` are checked by our
 //! own layer ([`origin`]) so that both paths share one rule.
 //!
 //! # Layout

@@ -1,7 +1,9 @@
 //! `subscriptions/listen` with `taskIds`: our own route, because rmcp 3.11's
 //! `SubscriptionFilter` has no `taskIds` and its subscription sink refuses
 //! `notifications/tasks`. The request is validated here by the rules rmcp applies to the other
-//! methods; the answer is an SSE stream fed by the task watch.
+//! methods; the answer is an SSE stream fed by the task watch and, for `toolsListChanged`, by
+//! the `McpTool` watch (`notifications/tools/list_changed`). Other filter fields (prompts,
+//! resources) are not honoured, so the ack leaves them out.
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -69,8 +71,13 @@ pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Respons
         return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();
     };
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let filter = Filter {
+        wants_tasks: listen.wants_tasks,
+        tasks: accepted,
+        tools_list_changed: listen.tools_list_changed,
+    };
     tokio::spawn(async move {
-        stream_tasks(state, caller, listen.id, accepted, tx).await;
+        stream_tasks(state, caller, listen.id, filter, tx).await;
         drop(permit);
     });
     let mut response = Sse::new(ReceiverStream::new(rx))
@@ -84,23 +91,45 @@ pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Respons
     );
     response
 }
+/// What a stream honours.
+struct Filter {
+    /// The filter named `taskIds`.
+    wants_tasks: bool,
+    /// The caller's live tasks among them.
+    tasks: BTreeSet<String>,
+    /// `toolsListChanged: true`.
+    tools_list_changed: bool,
+}
+
 /// Produces the stream: the ack, each accepted task's state, then every change, until the
-/// client leaves or the server shuts down (then the graceful final result).
+/// client leaves or the server shuts down (then the graceful final result). A stream with
+/// nothing honoured ends right after the ack.
 async fn stream_tasks(
     state: AppState,
     caller: Caller,
     id: RequestId,
-    accepted: BTreeSet<String>,
+    filter: Filter,
     tx: mpsc::Sender<Result<Event, Infallible>>,
 ) {
     let subscription_id = serde_json::to_value(&id).unwrap_or(Value::Null);
-    let ids: Vec<&String> = accepted.iter().collect();
+    let accepted = filter.tasks;
+    let mut honoured = serde_json::Map::new();
+    if filter.wants_tasks {
+        honoured.insert("taskIds".to_owned(), json!(accepted));
+    }
+    if filter.tools_list_changed {
+        honoured.insert("toolsListChanged".to_owned(), json!(true));
+    }
+    // Subscribe before the ack, so no change after it is missed.
+    let mut tool_changes = state.tools.list_changes();
+    tool_changes.mark_unchanged();
+    let mut tools_open = filter.tools_list_changed;
     let ack = json!({
         "jsonrpc": "2.0",
         "method": "notifications/subscriptions/acknowledged",
         "params": {
             "_meta": { SUBSCRIPTION_ID: subscription_id },
-            "notifications": { "taskIds": ids },
+            "notifications": honoured,
         },
     });
     if send(&tx, &ack).await.is_err() {
@@ -119,11 +148,28 @@ async fn stream_tasks(
         )
         .await;
     }
-    if !accepted.is_empty() {
+    if !accepted.is_empty() || tools_open {
         loop {
             tokio::select! {
                 () = state.shutdown.cancelled() => break,
                 () = tx.closed() => return,
+                changed = tool_changes.changed(), if tools_open => match changed {
+                    Ok(()) => {
+                        let message = json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/tools/list_changed",
+                            "params": { "_meta": { SUBSCRIPTION_ID: subscription_id } },
+                        });
+                        let _ = send(&tx, &message).await;
+                    }
+                    // The catalog cannot change any more; a stream for tools alone is done.
+                    Err(_) => {
+                        tools_open = false;
+                        if accepted.is_empty() {
+                            break;
+                        }
+                    }
+                },
                 change = changes.recv() => match change {
                     Ok(task) if accepted.contains(task.task_id()) => {
                         notify(&state, &caller, task.task_id(), &subscription_id, &mut last_sent, &tx).await;

@@ -1,5 +1,11 @@
 //! `Host` and `Origin` checks on `/mcp`: DNS-rebinding and cross-origin protection (MCP
 //! Streamable HTTP requires Origin validation; an invalid present Origin gets 403).
+//!
+//! Without `ALLOWED_ORIGINS` an `Origin` is accepted when it is `http(s)://` on a host that
+//! `ALLOWED_HOSTS` accepts, so a browser page served from a host the operator already trusts
+//! (by default: this machine) may call the server, while a DNS-rebinding page, whose origin is
+//! the attacker's name, and every other site get 403. `ALLOWED_ORIGINS` replaces that rule
+//! with its explicit list.
 
 use std::sync::Arc;
 
@@ -23,9 +29,13 @@ pub async fn check_host_and_origin(
         return forbidden("Host header is not allowed");
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|o| origin_allowed(o, &config.allowed_origins));
+        let allowed = origin.to_str().is_ok_and(|o| {
+            if config.allowed_origins.is_empty() {
+                origin_on_allowed_host(o, &config.allowed_hosts)
+            } else {
+                origin_allowed(o, &config.allowed_origins)
+            }
+        });
         if !allowed {
             tracing::warn!(origin = ?origin, "refused request: Origin not allowed");
             return forbidden("Origin header is not allowed");
@@ -76,6 +86,19 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
         })
 }
 
+/// The default rule: an `http` or `https` origin whose `host[:port]` passes [`host_allowed`]
+/// (an opaque origin such as `null` never does).
+fn origin_on_allowed_host(origin: &str, allowed_hosts: &[String]) -> bool {
+    let origin = origin.trim().trim_end_matches('/');
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    // An origin has no path, user info or query; refuse anything that is not a bare authority.
+    let bare = !authority.contains(['/', '@', '?', '#']);
+    web && bare && host_allowed(authority, allowed_hosts)
+}
+
 /// `allowed` entries are `scheme://host[:port]`; the port `*` matches any port.
 fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
@@ -120,6 +143,26 @@ mod tests {
         assert!(host_allowed("[::1]:8080", &allowed));
         assert!(!host_allowed("evil.example", &allowed));
         assert!(!host_allowed("localhost:x", &allowed));
+    }
+
+    #[test]
+    fn default_origins_are_web_origins_on_allowed_hosts() {
+        let hosts = list(&["localhost", "127.0.0.1", "[::1]", "mcp.example:8443"]);
+        assert!(origin_on_allowed_host("http://localhost:3000", &hosts));
+        assert!(origin_on_allowed_host("http://127.0.0.1:8080", &hosts));
+        assert!(origin_on_allowed_host("HTTPS://LOCALHOST", &hosts));
+        assert!(origin_on_allowed_host("http://[::1]:9000", &hosts));
+        assert!(origin_on_allowed_host("https://mcp.example:8443", &hosts));
+        assert!(!origin_on_allowed_host("https://mcp.example", &hosts));
+        assert!(!origin_on_allowed_host("http://evil.example.com", &hosts));
+        assert!(!origin_on_allowed_host(
+            "http://localhost.evil:3000",
+            &hosts
+        ));
+        assert!(!origin_on_allowed_host("http://evil@localhost", &hosts));
+        assert!(!origin_on_allowed_host("file://localhost", &hosts));
+        assert!(!origin_on_allowed_host("null", &hosts));
+        assert!(!origin_on_allowed_host("localhost", &hosts));
     }
 
     #[test]

@@ -115,7 +115,8 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         return forward(route.rmcp, request).await;
     }
     let started = Instant::now();
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    trim_mcp_headers(&mut parts.headers);
     let Ok(bytes) = to_bytes(body, route.state.config.max_body_bytes).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
@@ -132,6 +133,38 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         started.elapsed(),
     );
     response
+}
+
+/// Drops whitespace around `MCP-*`/`Mcp-*` header values, as RFC 9110 field parsing does
+/// before a value is evaluated. hyper's HTTP/1 parser already does so for requests from the
+/// wire; doing it here keeps rmcp's comparisons right whatever carried the request.
+fn trim_mcp_headers(headers: &mut axum::http::HeaderMap) {
+    let untrimmed: Vec<_> = headers
+        .iter()
+        .filter(|(name, value)| {
+            name.as_str().starts_with("mcp-")
+                && value
+                    .as_bytes()
+                    .first()
+                    .zip(value.as_bytes().last())
+                    .is_some_and(|(a, b)| matches!(a, b' ' | b'\t') || matches!(b, b' ' | b'\t'))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in untrimmed {
+        let values: Vec<_> = headers
+            .get_all(&name)
+            .iter()
+            .filter_map(|v| {
+                let trimmed = v.as_bytes().trim_ascii();
+                axum::http::HeaderValue::from_bytes(trimmed).ok()
+            })
+            .collect();
+        headers.remove(&name);
+        for value in values {
+            headers.append(name.clone(), value);
+        }
+    }
 }
 
 async fn forward(rmcp: McpService, request: Request) -> Response {

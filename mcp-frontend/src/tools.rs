@@ -151,6 +151,20 @@ pub trait ToolCatalog: Send + Sync + 'static {
     fn snapshot(&self) -> Arc<CatalogSnapshot>;
     /// Whether the watch behind the catalog has completed its initial list.
     fn is_synced(&self) -> bool;
+    /// A receiver marked changed whenever the `tools/list` answer changes, for
+    /// `notifications/tools/list_changed`. The default never changes (its sender is gone).
+    fn list_changes(&self) -> tokio::sync::watch::Receiver<()> {
+        tokio::sync::watch::channel(()).1
+    }
+}
+
+impl CatalogSnapshot {
+    /// Whether `other` would give the same `tools/list` answer.
+    pub fn lists_like(&self, other: &Self) -> bool {
+        self.iter()
+            .map(|e| &e.tool)
+            .eq(other.iter().map(|e| &e.tool))
+    }
 }
 
 /// A catalog that never changes; for tests and for a front end without a cluster.
@@ -199,6 +213,21 @@ mod tests {
         let snapshot = CatalogSnapshot::from_tools(tools.iter());
         let names: Vec<&str> = snapshot.iter().map(|t| t.name()).collect();
         assert_eq!(names, ["alpha", "zeta"]);
+    }
+
+    #[test]
+    fn lists_like_compares_only_what_tools_list_shows() {
+        let object = || json!({"type": "object"});
+        let one = CatalogSnapshot::from_tools([&tool("a", true, object())]);
+        let with_unready =
+            CatalogSnapshot::from_tools([&tool("a", true, object()), &tool("b", false, object())]);
+        assert!(one.lists_like(&with_unready));
+        let new_schema = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        assert!(!one.lists_like(&CatalogSnapshot::from_tools([&tool("a", true, new_schema)])));
+        assert!(!one.lists_like(&CatalogSnapshot::from_tools([
+            &tool("a", true, object()),
+            &tool("b", true, object()),
+        ])));
     }
 
     #[test]

@@ -206,10 +206,177 @@ pub fn fixture_script() -> Script {
                     Step::completed(&format!("Hello, {name}! The task finished for you."), false)
                 }
             }
+            name if CORE_FIXTURE_TOOLS.contains(&name) => core_fixture_step(task, cancel),
             _ if cancel => Step::cancelled(),
             _ => Step::working("running"),
         }
     })
+}
+
+/// A 1x1 red PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A WAV file holding one silent 8 kHz sample.
+const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQIAAACAgA==";
+
+/// What the core fixture tools' containers would print as their result: each one finishes at
+/// once with the `CallToolResult` the suite's scenario names.
+fn core_fixture_step(task: &McpTask, cancel: bool) -> Step {
+    if cancel {
+        return Step::cancelled();
+    }
+    let completed = |content: Value, is_error: bool| Step {
+        result: Some(json!({ "content": content, "isError": is_error })),
+        ..Step::completed("", is_error)
+    };
+    let image = json!({ "type": "image", "data": PNG, "mimeType": "image/png" });
+    match task.spec.tool.as_str() {
+        "test_image_content" => completed(json!([image]), false),
+        "test_audio_content" => completed(
+            json!([{ "type": "audio", "data": WAV, "mimeType": "audio/wav" }]),
+            false,
+        ),
+        "test_embedded_resource" => completed(
+            json!([{ "type": "resource", "resource": {
+                "uri": "test://embedded-resource",
+                "mimeType": "text/plain",
+                "text": "This is an embedded resource content.",
+            }}]),
+            false,
+        ),
+        "test_multiple_content_types" => completed(
+            json!([
+                { "type": "text", "text": "Multiple content types test:" },
+                image,
+                { "type": "resource", "resource": {
+                    "uri": "test://mixed-content-resource",
+                    "mimeType": "application/json",
+                    "text": "{\"test\":\"data\",\"value\":123}",
+                }},
+            ]),
+            false,
+        ),
+        "test_error_handling" => {
+            Step::completed("This tool intentionally returns an error for testing", true)
+        }
+        "test_input_required_result_elicitation" => {
+            let name = task
+                .spec
+                .start_input_responses
+                .as_ref()
+                .and_then(|r| r.get("user_name"))
+                .and_then(|r| r["content"]["name"].as_str())
+                .unwrap_or("stranger")
+                .to_owned();
+            Step::completed(&format!("Hello, {name}!"), false)
+        }
+        "test_custom_headers" => Step::completed(
+            &format!(
+                "Region: {}",
+                argument(task, "region").unwrap_or(&Value::Null)
+            ),
+            false,
+        ),
+        "test_logging_tool" => Step::completed("Logged to stdout only.", false),
+        "test_trigger_tool_change" => Step::completed("The tool list changed.", false),
+        _ => Step::completed("This is a simple text response for testing.", false),
+    }
+}
+
+/// The MCP names of the fixture tools the suite's core (non-tasks) 2026-07-28 scenarios call,
+/// as far as a container-tool server can serve them (docs/CONFORMANCE.md says which scenarios
+/// need what we do not serve).
+pub const CORE_FIXTURE_TOOLS: [&str; 12] = [
+    "test_simple_text",
+    "test_image_content",
+    "test_audio_content",
+    "test_embedded_resource",
+    "test_multiple_content_types",
+    "test_error_handling",
+    "test_logging_tool",
+    "test_streaming_elicitation",
+    "test_input_required_result_elicitation",
+    "test_custom_headers",
+    "json_schema_2020_12_tool",
+    "test_trigger_tool_change",
+];
+
+/// The suite's JSON Schema 2020-12 fixture schema (scenario `json-schema-2020-12`).
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": { "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": { "street": { "type": "string" }, "city": { "type": "string" } },
+        }},
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" },
+        },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
+        "additionalProperties": false,
+    })
+}
+
+/// One `McpTool` of the core fixtures: synchronous only, no arguments unless `input_schema`
+/// says otherwise, the same (never started) container as the tasks fixtures.
+fn core_fixture_tool(name: &str, input_schema: Value, start_inputs: Option<Value>) -> Value {
+    let mut spec = json!({
+        "name": name,
+        "description": format!("Conformance suite fixture {name}"),
+        "inputSchema": input_schema,
+        "taskSupport": "forbidden",
+        "syncTimeoutSeconds": 30,
+        "ttlMs": 600_000,
+        "template": { "spec": {
+            "restartPolicy": "Never",
+            "containers": [{ "name": "tool", "image": "localhost/conformance-tools:v1" }],
+        }},
+    });
+    if let Some(start_inputs) = start_inputs {
+        spec["startInputs"] = start_inputs;
+    }
+    json!({
+        "metadata": {
+            "name": format!("conformance-{}", name.replace('_', "-")),
+            "labels": { "app.kubernetes.io/component": "conformance-core-fixture" },
+        },
+        "spec": spec,
+    })
+}
+
+/// Applies the core fixture tools ([`CORE_FIXTURE_TOOLS`]) to `ns` and marks every tool there
+/// Ready; [`fixture_script`] plays them.
+pub async fn apply_core_fixture_tools(client: &Client, ns: &str) {
+    let api: Api<McpTool> = Api::namespaced(client.clone(), ns);
+    let empty = json!({ "type": "object" });
+    let name_question = json!({ "user_name": elicitation("What is your name?", "name", "string") });
+    for name in CORE_FIXTURE_TOOLS {
+        let tool = match name {
+            "json_schema_2020_12_tool" => core_fixture_tool(name, json_schema_2020_12(), None),
+            "test_custom_headers" => core_fixture_tool(
+                name,
+                json!({
+                    "type": "object",
+                    "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
+                }),
+                None,
+            ),
+            "test_input_required_result_elicitation" | "test_streaming_elicitation" => {
+                core_fixture_tool(name, empty.clone(), Some(name_question.clone()))
+            }
+            _ => core_fixture_tool(name, empty.clone(), None),
+        };
+        apply_tool(&api, tool).await;
+    }
+    mark_tools_ready(client, ns).await;
 }
 
 /// Prepares `ns` for a front end test: the CRDs, the conformance fixture tools
@@ -232,3 +399,44 @@ pub const FIXTURE_TOOLS: [&str; 7] = [
     "multi_input",
     "test_tool_with_task",
 ];
+
+/// Plays the side effect of `test_trigger_tool_change`, as a tool whose container registers
+/// tools would: for every new call, its own `McpTool`'s description is rewritten (and the tool
+/// marked Ready again), so `tools/list` changes. Stops when dropped.
+pub struct ToolChangeTrigger(tokio::task::JoinHandle<()>);
+
+impl Drop for ToolChangeTrigger {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts [`ToolChangeTrigger`] for `ns`.
+pub fn trigger_tool_changes(client: &Client, ns: &str) -> ToolChangeTrigger {
+    let client = client.clone();
+    let ns = ns.to_owned();
+    ToolChangeTrigger(tokio::spawn(async move {
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        let tools: Api<McpTool> = Api::namespaced(client.clone(), &ns);
+        let mut seen = std::collections::BTreeSet::new();
+        loop {
+            let calls = tasks.list(&Default::default()).await.map(|l| l.items);
+            for task in calls.unwrap_or_default() {
+                if task.spec.tool != "test_trigger_tool_change" || !seen.insert(task.name_any()) {
+                    continue;
+                }
+                let description = format!("Changes the tool list; called {} times", seen.len());
+                let patch = json!({ "spec": { "description": description } });
+                let name = "conformance-test-trigger-tool-change";
+                if let Err(e) = tools
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    eprintln!("cannot change McpTool {name}: {e}");
+                }
+                mark_tools_ready(&client, &ns).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }))
+}

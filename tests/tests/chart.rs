@@ -236,7 +236,7 @@ fn assert_access_matrix(ns: &str) {
     let frontend = "mto-mcp-task-operator-mcp-frontend";
     let lease = format!("leases.coordination.k8s.io/{operator}");
     let allowed: &[(&str, &str, &str)] = &[
-        (operator, "list,watch,delete", "mcptasks.mcptasks.io"),
+        (operator, "get,list,watch,delete", "mcptasks.mcptasks.io"),
         (operator, "patch", "mcptasks.mcptasks.io#status"),
         (operator, "update", "mcptasks.mcptasks.io#finalizers"),
         (operator, "list,watch", "mcptools.mcptasks.io"),

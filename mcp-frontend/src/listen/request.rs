@@ -17,6 +17,10 @@ pub struct Listen {
     pub id: RequestId,
     /// The task IDs asked for.
     pub task_ids: Vec<String>,
+    /// Whether the filter named `taskIds` at all (then the ack echoes the accepted ones).
+    pub wants_tasks: bool,
+    /// `toolsListChanged: true`.
+    pub tools_list_changed: bool,
 }
 
 /// Header, `_meta`, version and capability checks, in the order of the reference's ladder.
@@ -79,10 +83,9 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
             true,
         ));
     };
-    if version != ProtocolVersion::V_2026_07_28 {
-        let supported = [ProtocolVersion::V_2026_07_28];
+    if !crate::handler::SUPPORTED_VERSIONS.contains(&version) {
         return Err(fail(
-            ErrorData::unsupported_protocol_version(version, &supported),
+            ErrorData::unsupported_protocol_version(version, crate::handler::SUPPORTED_VERSIONS),
             false,
         ));
     }
@@ -113,6 +116,16 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
             )
         })?,
     };
+    let tools_list_changed = match filter.get("toolsListChanged") {
+        None => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => {
+            return Err(fail(
+                ErrorData::invalid_params("notifications.toolsListChanged must be a boolean", None),
+                false,
+            ));
+        }
+    };
     let declares = meta
         .client_capabilities()
         .is_some_and(|c| c.supports_tasks());
@@ -124,7 +137,12 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
         );
         return Err(fail(error, false));
     }
-    Ok(Listen { id, task_ids })
+    Ok(Listen {
+        id,
+        wants_tasks: filter.contains_key("taskIds"),
+        task_ids,
+        tools_list_changed,
+    })
 }
 
 /// The header's single value, trimmed; `None` when absent, repeated or not text (all of

@@ -18,6 +18,8 @@ use crate::tools::{CatalogSnapshot, ToolCatalog};
 pub struct KubeToolCatalog {
     snapshot: RwLock<Arc<CatalogSnapshot>>,
     synced: AtomicBool,
+    /// Marked whenever a rebuild changes what `tools/list` shows.
+    list_changed: tokio::sync::watch::Sender<()>,
 }
 
 impl KubeToolCatalog {
@@ -33,6 +35,7 @@ impl KubeToolCatalog {
         let catalog = Arc::new(Self {
             snapshot: RwLock::default(),
             synced: AtomicBool::new(false),
+            list_changed: tokio::sync::watch::Sender::new(()),
         });
         let driver = {
             let catalog = catalog.clone();
@@ -75,10 +78,17 @@ impl KubeToolCatalog {
             }
         });
         let snapshot = Arc::new(CatalogSnapshot::from_tools(valid));
-        *self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = snapshot;
+        let old = std::mem::replace(
+            &mut *self
+                .snapshot
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            snapshot.clone(),
+        );
+        // Status-only updates and changes of fields tools/list does not show stay silent.
+        if !old.lists_like(&snapshot) {
+            self.list_changed.send_replace(());
+        }
     }
 }
 
@@ -92,5 +102,9 @@ impl ToolCatalog for KubeToolCatalog {
 
     fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    fn list_changes(&self) -> tokio::sync::watch::Receiver<()> {
+        self.list_changed.subscribe()
     }
 }

@@ -246,6 +246,49 @@ async fn start_inputs_need_the_elicitation_capability() {
     assert!(body["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
 }
 
+/// The -32021 names the elicitation mode the question needs (MRTR is mode-aware): a URL
+/// question for a client that declared only forms asks for `elicitation.url`.
+#[tokio::test]
+async fn missing_elicitation_mode_is_named_in_the_32021() {
+    let (base, store) = test_state();
+    let url_tool: McpTool = serde_json::from_value(json!({
+        "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTool",
+        "metadata": {"name": "sign-in", "namespace": "default"},
+        "spec": {"name": "sign_in", "inputSchema": {"type": "object"}, "taskSupport": "forbidden",
+            "template": {"spec": {"containers": [{"name": "tool", "image": "busybox"}]}},
+            "startInputs": {"login": {"method": "elicitation/create", "params": {
+                "mode": "url", "message": "Sign in", "url": "https://login.example/"}}}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Valid",
+            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+    }))
+    .unwrap();
+    let catalog =
+        crate::tools::StaticCatalog(Arc::new(crate::tools::CatalogSnapshot::from_tools([
+            &url_tool,
+        ])));
+    let state = AppState::new((*base.config).clone(), store, Arc::new(catalog));
+    let mut params = call_params("sign_in", json!({}), false);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"form": {}}});
+    let (status, body) = call(&state, rpc("tools/call", params)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], -32021);
+    assert_eq!(
+        body["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {"url": {}}})
+    );
+    // Declaring url mode gets the question instead.
+    let mut params = call_params("sign_in", json!({}), false);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"url": {}}});
+    let (_, body) = call(&state, rpc("tools/call", params)).await;
+    assert_eq!(body["result"]["resultType"], "input_required", "{body}");
+    assert_eq!(
+        body["result"]["inputRequests"]["login"]["params"]["mode"],
+        "url"
+    );
+}
+
 #[tokio::test]
 async fn legacy_clients_get_synchronous_results_without_tasks() {
     let (state, store) = test_state();

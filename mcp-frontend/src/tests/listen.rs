@@ -10,7 +10,7 @@ use super::*;
 
 fn listen_body(task_ids: &[&str], tasks: bool) -> Value {
     json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-        "params": {"_meta": meta(tasks), "notifications": {"taskIds": task_ids, "toolsListChanged": true}}})
+        "params": {"_meta": meta(tasks), "notifications": {"taskIds": task_ids}}})
 }
 
 /// Reads SSE `data:` payloads until `count` messages have arrived.
@@ -180,4 +180,76 @@ async fn listens_beyond_the_limit_are_refused() {
     assert_eq!(answer["error"]["code"], -32603);
     assert_eq!(answer["error"]["message"], "Subscription limit reached");
     drop(open);
+}
+
+/// A catalog whose tools/list answer a test can change.
+struct ChangingCatalog {
+    snapshot: Arc<crate::tools::CatalogSnapshot>,
+    changed: tokio::sync::watch::Sender<()>,
+}
+
+impl crate::tools::ToolCatalog for ChangingCatalog {
+    fn snapshot(&self) -> Arc<crate::tools::CatalogSnapshot> {
+        self.snapshot.clone()
+    }
+
+    fn is_synced(&self) -> bool {
+        true
+    }
+
+    fn list_changes(&self) -> tokio::sync::watch::Receiver<()> {
+        self.changed.subscribe()
+    }
+}
+
+/// `tools.listChanged` is advertised and honoured: a listen with `toolsListChanged` is acked
+/// with exactly what is honoured (not prompts) and gets `notifications/tools/list_changed`,
+/// tagged, when the catalog changes; a listen for prompts alone is acked empty and ends.
+#[tokio::test]
+async fn tools_list_changed_is_advertised_and_sent_to_listens_that_ask() {
+    let (base, store) = test_state();
+    let catalog = Arc::new(ChangingCatalog {
+        snapshot: base.tools.snapshot(),
+        changed: tokio::sync::watch::Sender::new(()),
+    });
+    let state = AppState::new((*base.config).clone(), store, catalog.clone());
+
+    let (_, discover) = call(
+        &state,
+        rpc("server/discover", json!({"_meta": meta(false)})),
+    )
+    .await;
+    assert_eq!(
+        discover["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{discover}"
+    );
+
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"_meta": meta(false),
+            "notifications": {"toolsListChanged": true, "promptsListChanged": true}}});
+    let request = post(&body).body(Body::from(body.to_string())).unwrap();
+    let response = crate::app(state.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let reader = tokio::spawn(read_messages(response.into_body(), 2));
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    catalog.changed.send_replace(());
+    let messages = reader.await.unwrap();
+    assert_eq!(
+        messages[0]["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(messages[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        messages[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+        "params": {"_meta": meta(false), "notifications": {"promptsListChanged": true}}});
+    let request = post(&body).body(Body::from(body.to_string())).unwrap();
+    let response = crate::app(state.clone()).oneshot(request).await.unwrap();
+    let messages = read_messages(response.into_body(), 2).await;
+    assert_eq!(messages[0]["params"]["notifications"], json!({}));
+    assert_eq!(messages[1]["id"], 8);
+    assert_eq!(messages[1]["result"]["resultType"], "complete");
 }

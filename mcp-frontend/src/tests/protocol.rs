@@ -293,3 +293,122 @@ async fn readyz_waits_for_the_caches() {
     let probe = Request::get("/readyz").body(Body::empty()).unwrap();
     assert_eq!(send(&state, probe).await.0, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// The -32022 names exactly the versions discover advertises (the conformance suite's
+/// `sep-2575-server-unsupported-version-error`), on rmcp's path and on our listen route, while
+/// legacy clients still negotiate 2025-11-25 through `initialize`.
+#[tokio::test]
+async fn unsupported_version_error_lists_what_discover_advertises() {
+    let (state, _) = test_state();
+    let (_, discover) = call(
+        &state,
+        rpc("server/discover", json!({"_meta": meta(false)})),
+    )
+    .await;
+    let advertised = discover["result"]["supportedVersions"].clone();
+    assert_eq!(advertised, json!([V]));
+
+    let mut m = meta(true);
+    m["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    for (method, mut params) in [
+        ("server/discover", json!({})),
+        ("tools/list", json!({})),
+        (
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": []}}),
+        ),
+    ] {
+        params["_meta"] = m.clone();
+        let (status, body) = call(&state, rpc(method, params)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32022, "{method}: {body}");
+        assert_eq!(body["error"]["data"]["supported"], advertised, "{method}");
+        assert_eq!(body["error"]["data"]["requested"], "v999.0.0", "{method}");
+    }
+
+    // 2025-11-25 is not a per-request version...
+    let mut m = meta(false);
+    m["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let (status, body) = call(&state, rpc("tools/list", json!({"_meta": m}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["data"]["supported"], advertised);
+    // ...but a legacy client's initialize still gets it, and older asks are offered it.
+    for (asked, answered) in [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-11-25")] {
+        let body = rpc(
+            "initialize",
+            json!({"protocolVersion": asked, "capabilities": {},
+                "clientInfo": {"name": "old", "version": "1"}}),
+        );
+        let request = Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let (status, body) = send(&state, request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["result"]["protocolVersion"], answered,
+            "{asked}: {body}"
+        );
+    }
+}
+
+/// MCP asks local servers to validate `Origin` and bind to localhost: by default a page on an
+/// allowed host (this machine) is accepted, a DNS-rebinding page is not (the conformance
+/// suite's `dns-rebinding-protection`); an explicit `ALLOWED_ORIGINS` replaces the default.
+#[tokio::test]
+async fn default_origins_are_those_on_allowed_hosts() {
+    let (state, _) = test_state_with(&[("ALLOWED_ORIGINS", "")]);
+    let body = rpc("server/discover", json!({"_meta": meta(false)}));
+    for (host, origin, expected) in [
+        ("127.0.0.1:8080", "http://127.0.0.1:8080", StatusCode::OK),
+        ("localhost:8080", "http://localhost:3000", StatusCode::OK),
+        ("[::1]:8080", "http://[::1]:8080", StatusCode::OK),
+        (
+            "evil.example.com",
+            "http://evil.example.com",
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "127.0.0.1:8080",
+            "http://evil.example.com",
+            StatusCode::FORBIDDEN,
+        ),
+        ("127.0.0.1:8080", "null", StatusCode::FORBIDDEN),
+    ] {
+        let request = post_to_host(&body, host, &[("origin", origin)]);
+        assert_eq!(send(&state, request).await.0, expected, "{host} {origin}");
+    }
+    // Hosts the operator added are trusted origins too.
+    let (state, _) = test_state_with(&[("ALLOWED_ORIGINS", ""), ("ALLOWED_HOSTS", "mcp.example")]);
+    let request = post_to_host(&body, "mcp.example", &[("origin", "https://mcp.example")]);
+    assert_eq!(send(&state, request).await.0, StatusCode::OK);
+    let request = post_to_host(&body, "mcp.example", &[("origin", "http://localhost")]);
+    assert_eq!(send(&state, request).await.0, StatusCode::FORBIDDEN);
+    // An explicit list replaces the default.
+    let (state, _) = test_state_with(&[("ALLOWED_ORIGINS", "https://app.example")]);
+    let request = post_to_host(&body, "localhost", &[("origin", "http://localhost:3000")]);
+    assert_eq!(send(&state, request).await.0, StatusCode::FORBIDDEN);
+    let request = post_to_host(&body, "localhost", &[("origin", "https://app.example")]);
+    assert_eq!(send(&state, request).await.0, StatusCode::OK);
+}
+
+/// RFC 9110 field parsing drops whitespace around a header value before it is compared, so
+/// `Mcp-Name: "  failing_job  "` names `failing_job` (the conformance suite's
+/// `sep-2243-server-accepts-whitespace-header-value`, which our fixture list cannot show).
+#[tokio::test]
+async fn whitespace_around_mcp_name_is_accepted() {
+    let (state, _) = test_state();
+    let body = rpc(
+        "tools/call",
+        json!({"name": "failing_job", "arguments": {}, "_meta": meta(true)}),
+    );
+    let mut request = post(&body).body(Body::from(body.to_string())).unwrap();
+    request
+        .headers_mut()
+        .insert("mcp-name", "  failing_job  ".parse().unwrap());
+    let (status, answer) = send(&state, request).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+}

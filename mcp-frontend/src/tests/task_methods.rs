@@ -220,3 +220,69 @@ async fn polling_faster_than_the_configured_rate_gets_retry_after() {
     assert_eq!(body["error"]["code"], -32000, "{body}");
     assert!(body["error"]["data"]["retryAfterMs"].as_u64().unwrap() > 0);
 }
+
+/// DESIGN decision 2, byte for byte: the owner of an expired task reads exactly "Task has
+/// expired"; everyone else, and everyone asking for an unknown task, exactly "Task not found",
+/// in answers that differ in nothing else.
+#[tokio::test]
+async fn task_error_messages_are_exact_and_unknown_equals_foreign_byte_for_byte() {
+    let (state, store) = test_state();
+    let expire = |id: &str| {
+        store.update(id, |t| {
+            let past = Timestamp::now()
+                .checked_sub(SignedDuration::from_hours(2))
+                .unwrap();
+            t.metadata.creation_timestamp = Some(Time(past));
+        });
+    };
+    let own_expired = stored_task(&store, anonymous(), working());
+    expire(&own_expired);
+    let foreign_expired = stored_task(&store, "someone-else", working());
+    expire(&foreign_expired);
+    let foreign = stored_task(&store, "someone-else", working());
+    let unknown = mcp_task_operator_crds::task_id::generate();
+
+    let raw = |id: &str, method: &str| {
+        let params = json!({"taskId": id, "inputResponses": {}, "_meta": meta(true)});
+        let body = rpc(method, params);
+        let request = post(&body)
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        let state = state.clone();
+        async move {
+            let response = crate::app(state).oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            (status, bytes)
+        }
+    };
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let (status, bytes) = raw(&own_expired, method).await;
+        assert_eq!(status, StatusCode::OK);
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            body["error"],
+            json!({"code": -32602, "message": "Task has expired"}),
+            "{method}"
+        );
+
+        let (_, not_found) = raw(&unknown, method).await;
+        let body: Value = serde_json::from_slice(&not_found).unwrap();
+        assert_eq!(
+            body["error"],
+            json!({"code": -32602, "message": "Task not found"}),
+            "{method}"
+        );
+        for other in [&foreign, &foreign_expired] {
+            let (status, bytes) = raw(other, method).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(
+                bytes, not_found,
+                "{method}: a foreign task must look unknown"
+            );
+        }
+    }
+}

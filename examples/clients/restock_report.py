@@ -1,0 +1,115 @@
+"""Calls the restock_report tool through an MCP 2026-07-28 server with the Tasks extension, prints
+every task status it sees until the result, and optionally cancels the task instead.
+
+    python restock_report.py URL [--token TOKEN] [--threshold N] [--delay-ms MS] [--cancel-after N]
+
+Uses the official Python SDK (`mcp` 2.3): it declares the Tasks extension on every request,
+takes the task handle that tools/call returns, polls tasks/get at the server's pollIntervalMs,
+and cancels with tasks/cancel.
+"""
+
+import argparse
+import json
+from typing import Any, ClassVar, Literal
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Request, RequestParams, Result
+from pydantic import ConfigDict, Field
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class TasksDeclared(ClientExtension):
+    """Declares the Tasks extension, so tools/call may answer with a task handle, and claims
+    that handle (`resultType: "task"`) so `call_tool(..., allow_claimed=True)` returns it."""
+
+    identifier = TASKS
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=self.resolve)]
+
+    async def resolve(self, handle: "TaskHandle", ctx: ClaimContext) -> Any:
+        raise RuntimeError("this client follows its tasks itself (allow_claimed=True)")
+
+
+class TaskParams(RequestParams):
+    task_id: str = Field(alias="taskId")
+
+
+class GetTask(Request[TaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskParams
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class CancelTask(Request[TaskParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskParams
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class Task(Result):
+    """A task handle, a tasks/get answer, or an ack (all fields absent)."""
+
+    model_config = ConfigDict(extra="allow")
+    task_id: str | None = Field(alias="taskId", default=None)
+    status: str | None = None
+    status_message: str | None = Field(alias="statusMessage", default=None)
+    poll_interval_ms: int | None = Field(alias="pollIntervalMs", default=None)
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class TaskHandle(Task):
+    """The flat handle a declaring tools/call gets (CreateTaskResult)."""
+
+    result_type: Literal["task"] = Field(alias="resultType")
+
+
+async def run(args: argparse.Namespace) -> int:
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    transport = streamable_http_client(args.url, http_client=http)
+    async with Client(transport, extensions=[TasksDeclared()]) as client:
+        arguments = {"threshold": args.threshold, "delayMs": args.delay_ms}
+        handle = await client.session.call_tool("restock_report", arguments, allow_claimed=True)
+        task_id = handle.task_id
+        print(f"task {task_id}: {handle.status}", flush=True)
+        last = None
+        while True:
+            task = await client.session.send_request(GetTask(params=TaskParams(taskId=task_id)), Task)
+            seen = (task.status, task.status_message)
+            if seen != last:
+                print(f"task {task_id}: {task.status} - {task.status_message or ''}", flush=True)
+                last = seen
+            if args.cancel_after and task.status_message and f"recounted {args.cancel_after} " in task.status_message:
+                await client.session.send_request(CancelTask(params=TaskParams(taskId=task_id)), Task)
+                print(f"task {task_id}: cancel requested", flush=True)
+                args.cancel_after = None
+            if task.status == "completed":
+                print(json.dumps(task.result.get("structuredContent", task.result), indent=2))
+                for item in task.result.get("content", [])[:1]:
+                    print(item.get("text", ""))
+                return 0
+            if task.status in ("failed", "cancelled"):
+                print(f"task {task_id} ended {task.status}: {task.error or task.status_message}")
+                return 0 if task.status == "cancelled" else 1
+            await anyio.sleep((task.poll_interval_ms or 1000) / 1000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("url", help="the MCP endpoint, e.g. http://10.244.0.1:30080/mcp")
+    parser.add_argument("--token", help="bearer token for the front end")
+    parser.add_argument("--threshold", type=int, default=10)
+    parser.add_argument("--delay-ms", type=int, default=100)
+    parser.add_argument("--cancel-after", type=int, help="cancel once N SKUs are recounted")
+    raise SystemExit(anyio.run(run, parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make up`: the whole product on the local cluster, then a demo. Idempotent.
+# Starts the cluster, builds and imports our images and the example tool images, installs the
+# CRDs and the Helm chart (namespace-scoped, static bearer token, front end on a NodePort of the
+# bridge address), registers the example tools, waits for them to be Ready, and runs the
+# restock report through the front end with the Python MCP SDK, printing each status it sees.
+set -euo pipefail
+HACK=$(cd "$(dirname "$0")" && pwd)
+. "$HACK/versions.sh"
+export PATH="$MTO_BIN:$PATH" KUBECONFIG=$MTO_STATE/kubeconfig
+NS=${MTO_NAMESPACE:-mcp-system}
+RELEASE=mcp-task-operator
+NODE_PORT=30080
+URL=http://$NODE_IP:$NODE_PORT/mcp
+cd "$REPO_ROOT"
+
+"$HACK/cluster-up.sh"
+"$HACK/build-images.sh"
+examples/build-images.sh
+CLIENTS=$("$HACK/clients.sh")
+
+# Helm installs CRDs only once; applying them server-side also upgrades them.
+kubectl apply --server-side --force-conflicts -f crds/yaml/ >/dev/null
+kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+
+# One demo caller with a random bearer token, kept with the cluster's state.
+TOKEN_FILE=$MTO_STATE/demo-token
+[ -s "$TOKEN_FILE" ] || head -c 20 /dev/urandom | base32 | tr -d '=' | tr 'A-Z' 'a-z' >"$TOKEN_FILE"
+TOKEN=$(cat "$TOKEN_FILE")
+kubectl -n "$NS" create secret generic mcp-demo-tokens --from-literal=tokens.csv="$TOKEN,demo" \
+  --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+
+helm upgrade --install "$RELEASE" charts/mcp-task-operator --namespace "$NS" --wait --timeout 5m \
+  --set rbac.scope=namespace \
+  --set operator.image.tag=dev --set frontend.image.tag=dev \
+  --set frontend.auth.mode=static --set frontend.auth.static.existingSecret=mcp-demo-tokens \
+  --set frontend.service.type=NodePort --set frontend.service.nodePort=$NODE_PORT \
+  --set "frontend.config.allowedHosts={$NODE_IP}"
+# Same tag, new build: restart so the pods run what was just built.
+kubectl -n "$NS" rollout restart deployment >/dev/null
+kubectl -n "$NS" rollout status deployment --timeout=5m >/dev/null
+
+kubectl apply -n "$NS" -f examples/restock-report/mcptool.yaml -f examples/conformance/mcptools.yaml \
+  -f examples/wrap-cli/mcptool.yaml >/dev/null
+kubectl wait -n "$NS" --for=condition=Ready mcptool --all --timeout=120s
+
+echo
+echo "== demo: restock_report through $URL =="
+"$CLIENTS/py/bin/python" examples/clients/restock_report.py "$URL" --token "$TOKEN" --delay-ms 100
+
+cat <<MSG
+
+mcp-task-operator is running in namespace $NS.
+  MCP endpoint:  $URL   (Authorization: Bearer \$(cat $TOKEN_FILE))
+  export KUBECONFIG=$KUBECONFIG PATH=$MTO_BIN:\$PATH
+  kubectl get mcp -n $NS                       # tools and tasks
+  kubectl describe mcptask -n $NS <task-id>    # the task's story in Events
+  kubectl logs -n $NS job/<task-id>            # the tool's output
+  make cluster-down                            # stop everything
+MSG
