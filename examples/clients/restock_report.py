@@ -91,7 +91,7 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"task {task_id}: cancel requested", flush=True)
                 args.cancel_after = None
             if task.status == "completed":
-                print(json.dumps(task.result.get("structuredContent", task.result), indent=2))
+                print(json.dumps(task.result.get("structuredContent", task.result)))
                 for item in task.result.get("content", [])[:1]:
                     print(item.get("text", ""))
                 return 0
