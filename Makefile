@@ -74,7 +74,7 @@ integration: ## integration and end-to-end tests against the running local clust
 	MTO_CLIENTS=$$(hack/clients.sh) \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked -- --test-threads=4
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked --no-fail-fast -- --test-threads=4
 
 # `make test` runs every tier. The cluster is started once and stopped at the end, also when a
 # tier fails; MTO_KEEP_CLUSTER=1 leaves it running for a closer look.
