@@ -10,6 +10,7 @@ and cancels with tasks/cancel.
 
 import argparse
 import json
+import re
 from typing import Any, ClassVar, Literal
 
 import anyio
@@ -21,6 +22,7 @@ from mcp_types import Request, RequestParams, Result
 from pydantic import ConfigDict, Field
 
 TASKS = "io.modelcontextprotocol/tasks"
+RECOUNTED = re.compile(r"recounted (\d+) of")
 
 
 class TasksDeclared(ClientExtension):
@@ -86,7 +88,9 @@ async def run(args: argparse.Namespace) -> int:
             if seen != last:
                 print(f"task {task_id}: {task.status} - {task.status_message or ''}", flush=True)
                 last = seen
-            if args.cancel_after and task.status_message and f"recounted {args.cancel_after} " in task.status_message:
+            # Statuses come at the poll interval, not one per SKU: cancel at the first one at or past N.
+            recounted = RECOUNTED.search(task.status_message or "")
+            if args.cancel_after is not None and recounted and int(recounted[1]) >= args.cancel_after:
                 await client.session.send_request(CancelTask(params=TaskParams(taskId=task_id)), Task)
                 print(f"task {task_id}: cancel requested", flush=True)
                 args.cancel_after = None
