@@ -17,8 +17,8 @@ pub struct Config {
     /// Address of the /healthz, /readyz and /metrics server (`MCP_OPERATOR_HTTP_ADDR`,
     /// default `0.0.0.0:8080`).
     pub http_addr: SocketAddr,
-    /// Shortest time between two non-terminal status writes of one task
-    /// (`MCP_OPERATOR_STATUS_INTERVAL_MS`, default 1000). Terminal statuses are written at once.
+    /// Shortest time between two status writes of one task within one status
+    /// (`MCP_OPERATOR_STATUS_INTERVAL_MS`, default 1000). Status changes are written at once.
     pub status_interval: Duration,
     /// Safety-net requeue after a successful reconcile, before jitter
     /// (`MCP_OPERATOR_RESYNC_SECONDS`, default 300).

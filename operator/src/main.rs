@@ -33,7 +33,7 @@ async fn main() -> Result<(), BoxError> {
     });
 
     let client = kube::Client::try_default().await?;
-    if let Err(e) = check_crds(&client).await {
+    if let Err(e) = check_crds(&client, config.namespace.as_deref()).await {
         tracing::error!(
             error = %e,
             "the McpTool and McpTask CRDs are not installed or not readable; install them with \
@@ -77,10 +77,24 @@ async fn main() -> Result<(), BoxError> {
 }
 
 /// Checks that both CRDs are served and readable with our RBAC.
-async fn check_crds(client: &kube::Client) -> Result<(), kube::Error> {
+/// NB: lists in the watched namespace only, so a namespace-scoped install (a Role, no
+/// ClusterRole) passes the check.
+async fn check_crds(client: &kube::Client, namespace: Option<&str>) -> Result<(), kube::Error> {
     let probe = ListParams::default().limit(1);
-    Api::<McpTask>::all(client.clone()).list(&probe).await?;
-    Api::<McpTool>::all(client.clone()).list(&probe).await?;
+    match namespace {
+        Some(ns) => {
+            Api::<McpTask>::namespaced(client.clone(), ns)
+                .list(&probe)
+                .await?;
+            Api::<McpTool>::namespaced(client.clone(), ns)
+                .list(&probe)
+                .await?;
+        }
+        None => {
+            Api::<McpTask>::all(client.clone()).list(&probe).await?;
+            Api::<McpTool>::all(client.clone()).list(&probe).await?;
+        }
+    }
     Ok(())
 }
 

@@ -138,6 +138,18 @@ pub async fn delete_job(client: &Client, namespace: &str, name: &str) -> Result<
     }
 }
 
+/// The task as the API server has it now (not the controller's cache), if it still exists.
+///
+/// NB: a list by name rather than a get, so that the RBAC the operator already needs (list,
+/// watch) suffices; a list without a resourceVersion is a consistent read.
+pub async fn get_task(client: &Client, namespace: &str, name: &str) -> Result<Option<McpTask>> {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), namespace);
+    tasks
+        .get_opt(name)
+        .await
+        .map_err(|e| Error::kube(KubeOp::Get, "McpTask", name, e))
+}
+
 /// Deletes an expired task; its Job and pod follow by garbage collection.
 pub async fn delete_task(client: &Client, namespace: &str, name: &str) -> Result<()> {
     let tasks: Api<McpTask> = Api::namespaced(client.clone(), namespace);

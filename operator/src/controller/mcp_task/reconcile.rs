@@ -216,15 +216,19 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             now,
         })
     };
-    if decision.action == Some(outcome::Action::DeleteJob) {
-        apply::delete_job(client, &namespace, &name).await?;
-    }
     let job_name = job.as_ref().map(|j| j.name_any());
     finish(task, ctx, &uid, &decision, job_name, waits).await
 }
 
-/// Writes the decided status (coalesced), publishes the transition Event and requeues for the
-/// soonest of `wait` (expiry, log settling), a coalesced write, a cancel deadline and resync.
+/// Carries out the decided action, writes the decided status (coalesced), publishes the
+/// transition Event and requeues for the soonest of `wait` (expiry, log settling), a coalesced
+/// write, a cancel deadline and resync.
+///
+/// A terminal decision is checked against the task as the API server has it now: the
+/// controller's cache may lag the operator's own last write (say the Job deletion that followed
+/// a terminal status is seen first), and the same terminal status with other details (a
+/// `JobDeleted` error over `ImagePullFailed`) would pass the CRD's "terminal never changes"
+/// rule.
 async fn finish(
     task: &McpTask,
     ctx: &Context,
@@ -233,6 +237,20 @@ async fn finish(
     job_name: Option<String>,
     mut wait: Vec<Duration>,
 ) -> Result<Action> {
+    let terminal = decision.outcome.status().is_terminal();
+    let (namespace, name) = (task.namespace().unwrap_or_default(), task.name_any());
+    if terminal {
+        let fresh = apply::get_task(&ctx.client, &namespace, &name).await?;
+        if fresh.as_ref().is_none_or(McpTask::is_terminal) {
+            ctx.followers.stop(uid);
+            ctx.record_write(uid, true);
+            // Its own watch event brings the fresh task (and its expiry) here again.
+            return Ok(Action::await_change());
+        }
+    }
+    if decision.action == Some(outcome::Action::DeleteJob) {
+        apply::delete_job(&ctx.client, &namespace, &name).await?;
+    }
     let current = task.status.as_ref();
     let status_ctx = StatusContext {
         job_name: job_name.or_else(|| current.and_then(|s| s.job_name.clone())),
@@ -241,12 +259,12 @@ async fn finish(
         generation: task.metadata.generation,
         now: Timestamp::now(),
     };
-    let terminal = decision.outcome.status().is_terminal();
     if let Some(next) = next_status(current, &decision.outcome, &status_ctx) {
         let delay = write_delay(
             ctx.since_last_write(uid),
             ctx.config.status_interval,
-            terminal,
+            current.map(|s| s.status),
+            decision.outcome.status(),
         );
         if delay.is_zero() {
             apply::apply_status(&ctx.client, task, &next).await?;

@@ -1,8 +1,8 @@
 //! Turning an [`Outcome`] into the task's next status, its Event, and when to write it.
 //!
 //! Pure. Terminal statuses never change; `lastUpdatedAt` moves exactly when something a client
-//! can see changes; non-terminal writes are coalesced to one per interval per task, terminal
-//! ones go out at once.
+//! can see changes; writes within one non-terminal status are coalesced to one per interval per
+//! task, status changes go out at once.
 
 use std::time::Duration;
 
@@ -86,14 +86,18 @@ fn same_visible_state(a: &McpTaskStatus, b: &McpTaskStatus) -> bool {
 
 /// How long to wait before writing a status, given the time since this task's last write.
 ///
-/// Terminal statuses and first writes go at once; others at most once per `interval`.
+/// A change of `status` (to a terminal one, or between `working` and `input_required`) and a
+/// first write go at once: clients act on them (an answered task must stop showing
+/// `input_required`). Only updates within one status (progress messages) are coalesced to at
+/// most one per `interval`.
 pub fn write_delay(
     since_last_write: Option<Duration>,
     interval: Duration,
-    terminal: bool,
+    from: Option<TaskStatus>,
+    to: TaskStatus,
 ) -> Duration {
     match since_last_write {
-        Some(elapsed) if !terminal => interval.saturating_sub(elapsed),
+        Some(elapsed) if from == Some(to) && !to.is_terminal() => interval.saturating_sub(elapsed),
         _ => Duration::ZERO,
     }
 }

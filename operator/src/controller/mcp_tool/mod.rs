@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::Api;
+use kube::ResourceExt;
 use kube::core::DeserializeGuard;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::McpTool;
 
@@ -19,10 +21,18 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
         Some(ns) => Api::namespaced(ctx.client.clone(), ns),
         None => Api::all(ctx.client.clone()),
     };
-    let controller = Controller::new(tools, watcher::Config::default().any_semantic());
+    let controller = Controller::new(tools.clone(), watcher::Config::default().any_semantic());
+    let store = controller.store();
     // The McpTask controller looks tools up here instead of listing them on every reconcile.
-    let _ = ctx.tools.set(controller.store());
+    let _ = ctx.tools.set(store.clone());
     controller
+        // Whether a tool keeps its MCP name depends on the other tools using it: when one
+        // appears, changes or goes, look again at those.
+        .watches(
+            tools,
+            watcher::Config::default().any_semantic(),
+            move |changed: DeserializeGuard<McpTool>| same_name_siblings(&store.state(), &changed),
+        )
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|result| async move {
@@ -31,4 +41,59 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             }
         })
         .await;
+}
+
+/// The other tools of `changed`'s namespace with its MCP name, which a change of `changed` can
+/// make win or lose that name.
+///
+/// Found end to end: without this, a tool that was Ready kept its `Ready=True` when a tool that
+/// wins the name (older, or as old and first by name) appeared, until the next resync.
+pub fn same_name_siblings(
+    tools: &[Arc<DeserializeGuard<McpTool>>],
+    changed: &DeserializeGuard<McpTool>,
+) -> Vec<ObjectRef<DeserializeGuard<McpTool>>> {
+    let Ok(changed) = &changed.0 else {
+        return Vec::new();
+    };
+    let name = changed.mcp_name();
+    tools
+        .iter()
+        .filter_map(|t| t.0.as_ref().ok())
+        .filter(|t| {
+            t.namespace() == changed.namespace()
+                && t.name_any() != changed.name_any()
+                && t.mcp_name() == name
+        })
+        .map(|t| ObjectRef::new(&t.name_any()).within(&t.namespace().unwrap_or_default()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::tool;
+
+    fn named(name: &str, mcp_name: &str, namespace: &str) -> McpTool {
+        let mut t = tool();
+        t.metadata.name = Some(name.to_owned());
+        t.metadata.namespace = Some(namespace.to_owned());
+        t.spec.name = Some(mcp_name.to_owned());
+        t
+    }
+
+    #[test]
+    fn a_change_touches_the_other_tools_with_its_mcp_name_in_its_namespace() {
+        let all: Vec<_> = [
+            named("a", "shared", "tools"),
+            named("b", "shared", "tools"),
+            named("c", "other", "tools"),
+            named("d", "shared", "elsewhere"),
+        ]
+        .into_iter()
+        .map(|t| Arc::new(DeserializeGuard(Ok(t))))
+        .collect();
+        let changed = DeserializeGuard(Ok(named("a", "shared", "tools")));
+        let touched = same_name_siblings(&all, &changed);
+        assert_eq!(touched, vec![ObjectRef::new("b").within("tools")]);
+    }
 }

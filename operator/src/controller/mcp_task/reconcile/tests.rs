@@ -28,6 +28,11 @@ fn tool_list(items: Vec<McpTool>) -> Value {
     json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList", "metadata": {}, "items": items})
 }
 
+/// The fresh read (GET) of the task before a terminal status is written.
+fn fresh_read(task: &McpTask) -> Call {
+    Call::ok(Method::GET, TASK, json!(task))
+}
+
 fn status_call(task: &McpTask) -> Call {
     Call::ok(
         Method::PATCH,
@@ -108,12 +113,13 @@ async fn cancel_before_the_job_exists_cancels_without_creating_one() {
     let calls = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::not_found(JOB),
+        fresh_read(&task),
         status_call(&task),
         Call::event("tools"),
     ];
     let (_, bodies) = run(task, calls).await;
-    assert_eq!(bodies[2]["status"]["status"], "cancelled");
-    assert_eq!(bodies[3]["reason"], "Cancelled");
+    assert_eq!(bodies[3]["status"]["status"], "cancelled");
+    assert_eq!(bodies[4]["reason"], "Cancelled");
 }
 
 #[tokio::test]
@@ -126,14 +132,42 @@ async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
     let calls = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::not_found(JOB),
+        fresh_read(&task),
         status_call(&task),
         Call::event("tools"),
     ];
     let (_, bodies) = run(task, calls).await;
-    let status = &bodies[2]["status"];
+    let status = &bodies[3]["status"];
     assert_eq!(status["status"], "failed");
     assert_eq!(status["error"]["code"], -32603);
     assert_eq!(status["error"]["data"]["reason"], "JobDeleted");
+}
+
+/// Found end to end: the operator deleted the Job of a task whose image could not be pulled
+/// and wrote `failed` (ImagePullFailed); the Job's deletion reached the controller before the
+/// status write did, so a reconcile of the stale cached task (Job recorded, now missing) wrote
+/// `failed` again with `data.reason: JobDeleted` over it.
+#[tokio::test]
+async fn a_terminal_decision_on_a_stale_task_does_not_overwrite_the_stored_outcome() {
+    let mut stale = live_task();
+    stale.status = Some(McpTaskStatus {
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let mut stored = stale.clone();
+    stored.status = Some(McpTaskStatus {
+        status: TaskStatus::Failed,
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        fresh_read(&stored),
+    ];
+    let (action, bodies) = run(stale, calls).await;
+    assert_eq!(bodies.len(), 3, "no status write, no Event: {bodies:?}");
+    assert_eq!(action, Action::await_change());
 }
 
 #[tokio::test]
@@ -142,15 +176,16 @@ async fn unknown_tool_fails_the_task() {
     let calls = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![])),
         Call::not_found(JOB),
+        fresh_read(&task),
         status_call(&task),
         Call::event("tools"),
     ];
     let (_, bodies) = run(task, calls).await;
     assert_eq!(
-        bodies[2]["status"]["error"]["data"]["reason"],
+        bodies[3]["status"]["error"]["data"]["reason"],
         "ToolNotFound"
     );
-    assert_eq!(bodies[3]["type"], "Warning");
+    assert_eq!(bodies[4]["type"], "Warning");
 }
 
 #[tokio::test]
@@ -237,7 +272,7 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
     };
     let mut calls = observe();
     calls.extend(observe());
-    calls.extend([status_call(&task), Call::event("tools")]);
+    calls.extend([fresh_read(&task), status_call(&task), Call::event("tools")]);
     let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
         calls,
         "hello\n{\"mcp\":\"status\",\"message\":\"done\"}\nworld",
@@ -258,12 +293,12 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
     }
     reconcile(guard, ctx).await.unwrap();
     let bodies = server.await.unwrap();
-    let status = &bodies[6]["status"];
+    let status = &bodies[7]["status"];
     assert_eq!(status["status"], "completed");
     assert_eq!(status["statusMessage"], "done");
     assert_eq!(status["result"]["content"][0]["text"], "hello\nworld");
     assert_eq!(status["result"]["isError"], false);
-    assert_eq!(bodies[7]["reason"], "Completed");
+    assert_eq!(bodies[8]["reason"], "Completed");
 }
 
 #[tokio::test]
@@ -283,6 +318,7 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
             &format!("{PODS}/job-pod"),
             pods["items"][0].clone(),
         ),
+        fresh_read(&task),
         Call::ok(Method::DELETE, JOB, job_json()),
         status_call(&task),
         Call::event("tools"),
@@ -296,9 +332,9 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
         bodies[3]["metadata"]["annotations"]["mcptasks.io/cancel-requested"],
         "2026-08-01T12:00:01Z"
     );
-    assert_eq!(bodies[5]["status"]["status"], "cancelled");
+    assert_eq!(bodies[6]["status"]["status"], "cancelled");
     assert_eq!(
-        bodies[5]["status"]["statusMessage"],
+        bodies[6]["status"]["statusMessage"],
         "Cancelled; the tool did not stop within its grace period"
     );
 }

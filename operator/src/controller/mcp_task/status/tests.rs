@@ -131,19 +131,43 @@ fn failed_status_carries_error_and_message() {
 
 #[test]
 fn writes_are_coalesced_but_terminal_ones_are_not() {
+    use TaskStatus::{Completed, Working};
     let second = Duration::from_secs(1);
-    assert_eq!(write_delay(None, second, false), Duration::ZERO);
+    let soon = Some(Duration::from_millis(300));
+    assert_eq!(write_delay(None, second, None, Working), Duration::ZERO);
     assert_eq!(
-        write_delay(Some(Duration::from_millis(300)), second, false),
+        write_delay(soon, second, Some(Working), Working),
         Duration::from_millis(700)
     );
     assert_eq!(
-        write_delay(Some(Duration::from_secs(5)), second, false),
+        write_delay(Some(Duration::from_secs(5)), second, Some(Working), Working),
         Duration::ZERO
     );
     assert_eq!(
-        write_delay(Some(Duration::from_millis(300)), second, true),
+        write_delay(soon, second, Some(Working), Completed),
         Duration::ZERO
+    );
+}
+
+/// Found end to end: an answer that arrived within a second of `input_required` being written
+/// was coalesced away, so the task showed `input_required` until the tool's result and never
+/// went back to `working`.
+#[test]
+fn status_changes_are_written_at_once() {
+    use TaskStatus::{InputRequired, Working};
+    let second = Duration::from_secs(1);
+    let soon = Some(Duration::from_millis(10));
+    assert_eq!(
+        write_delay(soon, second, Some(InputRequired), Working),
+        Duration::ZERO
+    );
+    assert_eq!(
+        write_delay(soon, second, Some(Working), InputRequired),
+        Duration::ZERO
+    );
+    assert_eq!(
+        write_delay(soon, second, Some(InputRequired), InputRequired),
+        Duration::from_millis(990)
     );
 }
 

@@ -1,0 +1,218 @@
+//! Pod-level failures end to end: each ends the task `failed` with a JSON-RPC error whose
+//! `data.reason` names it (image pull, OOM kill, deadline, deleted pod, eviction), and a
+//! Warning Event says so.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, EvictParams, ListParams};
+use kube::{Api, Client};
+use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_tests::operator::{
+    BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, ensure_example_images,
+    failure_reason, shell_tool, status_message, tool, wait_task, wait_task_event, wait_terminal,
+};
+use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use serde_json::json;
+
+async fn setup(client: &Client, ns: &str) -> Operator {
+    ensure_crds(client).await;
+    ensure_example_images();
+    Operator::start_leader(ns).await
+}
+
+/// Asserts the task failed with `reason`, code -32603 and a Warning `Failed` Event naming it.
+async fn assert_failed(client: &Client, ns: &str, task: &McpTask, reason: &str) {
+    let name = task.metadata.name.clone().expect("name");
+    assert_eq!(task.task_status(), TaskStatus::Failed, "{task:?}");
+    assert_eq!(failure_reason(task), reason, "{task:?}");
+    let error = task
+        .status
+        .as_ref()
+        .and_then(|s| s.error.clone())
+        .expect("error");
+    assert_eq!(error.code, -32603);
+    assert!(!status_message(task).is_empty());
+    let events = wait_task_event(client, ns, &name, "Failed").await;
+    let failed = events
+        .iter()
+        .find(|e| e.reason == "Failed")
+        .expect("Failed event");
+    assert_eq!(failed.type_, "Warning", "{events:#?}");
+    assert!(failed.message.starts_with("Task failed: "), "{events:#?}");
+}
+
+/// A script that reports a status and then sleeps, ignoring SIGTERM (it is PID 1).
+const SLEEPER: &str = r#"echo '{"mcp":"status","message":"sleeping"}'; sleep 600"#;
+
+/// Waits until the task's container runs and has said so.
+async fn wait_sleeping(client: &Client, ns: &str, name: &str) -> Pod {
+    wait_task(client, ns, name, WAIT, |t| status_message(t) == "sleeping").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = format!("batch.kubernetes.io/job-name={name}");
+    let list = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .expect("list pods");
+    assert_eq!(list.items.len(), 1, "{list:?}");
+    list.items.into_iter().next().expect("one pod")
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
+    with_temp_ns("op-pull", |client, ns| async move {
+        let _operator = setup(&client, &ns).await;
+        // Never: the image is not on the node. IfNotPresent: there is no registry to pull from.
+        for (name, policy) in [("never-pull", "Never"), ("pull-fails", "IfNotPresent")] {
+            let missing = tool(
+                name,
+                "localhost/no-such-tool:v1",
+                &[],
+                json!({}),
+                json!({"imagePullPolicy": policy}),
+            );
+            create_tool(&client, &ns, &missing).await;
+        }
+        let recorder = TaskRecorder::start(&client, &ns).await;
+        let never = create_task(&client, &ns, "never-pull", json!({})).await;
+        let fails = create_task(&client, &ns, "pull-fails", json!({})).await;
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+        for task in [never, fails] {
+            let name = task.metadata.name.clone().expect("name");
+            let done = wait_terminal(&client, &ns, &name).await;
+            assert_failed(&client, &ns, &done, "ImagePullFailed").await;
+            let detail = done
+                .status
+                .as_ref()
+                .and_then(|s| s.error.clone())
+                .expect("error");
+            let detail = detail.data.expect("data")["detail"].to_string();
+            assert!(
+                detail.contains("ErrImageNeverPull")
+                    || detail.contains("ErrImagePull")
+                    || detail.contains("ImagePullBackOff"),
+                "{detail}"
+            );
+            // A pod stuck pulling would retry until its deadline: the operator deletes the Job.
+            wait_gone(&jobs, &name).await;
+        }
+        // Deleting the Job must not turn the outcome into another one (JobDeleted).
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        recorder.assert_terminal_statuses_never_change();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
+    with_temp_ns("op-oom", |client, ns| async move {
+        let _operator = setup(&client, &ns).await;
+        // tail keeps a whole "line" of 100 MiB of zeros in memory; the limit is 16 MiB.
+        let hungry = tool(
+            "hungry",
+            BUSYBOX_IMAGE,
+            &[
+                "sh",
+                "-c",
+                "echo eating; head -c 104857600 /dev/zero | tail",
+            ],
+            json!({}),
+            json!({"resources": {"limits": {"memory": "16Mi"}}}),
+        );
+        create_tool(&client, &ns, &hungry).await;
+        let task = create_task(&client, &ns, "hungry", json!({})).await;
+        let name = task.metadata.name.clone().expect("name");
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_failed(&client, &ns, &done, "OOMKilled").await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
+    with_temp_ns("op-deadline", |client, ns| async move {
+        let _operator = setup(&client, &ns).await;
+        let slow = shell_tool("slow", SLEEPER, json!({"activeDeadlineSeconds": 10}));
+        create_tool(&client, &ns, &slow).await;
+        let task = create_task(&client, &ns, "slow", json!({})).await;
+        let name = task.metadata.name.clone().expect("name");
+        wait_sleeping(&client, &ns, &name).await;
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_failed(&client, &ns, &done, "DeadlineExceeded").await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
+    with_temp_ns("op-poddel", |client, ns| async move {
+        let _operator = setup(&client, &ns).await;
+        create_tool(&client, &ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
+        let task = create_task(&client, &ns, "sleeper", json!({})).await;
+        let name = task.metadata.name.clone().expect("name");
+        let pod = wait_sleeping(&client, &ns, &name).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pod_name = pod.metadata.name.clone().expect("pod name");
+        pods.delete(&pod_name, &DeleteParams::default())
+            .await
+            .expect("delete the pod");
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_failed(&client, &ns, &done, "PodDeleted").await;
+        // The Job never replaces the pod (backoffLimit 0): no second run of the call.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let selector = format!("batch.kubernetes.io/job-name={name}");
+        let left = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .expect("list pods");
+        assert!(
+            left.items
+                .iter()
+                .all(|p| p.metadata.name.as_deref() == Some(&pod_name)),
+            "a replacement pod ran: {left:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn evicting_the_pod_of_a_running_task_fails_it_as_evicted() {
+    with_temp_ns("op-evict", |client, ns| async move {
+        let _operator = setup(&client, &ns).await;
+        create_tool(&client, &ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
+        let task = create_task(&client, &ns, "sleeper", json!({})).await;
+        let name = task.metadata.name.clone().expect("name");
+        let pod = wait_sleeping(&client, &ns, &name).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pod_name = pod.metadata.name.clone().expect("pod name");
+        // The eviction API (pods/eviction), as `kubectl drain` uses it.
+        pods.evict(&pod_name, &EvictParams::default())
+            .await
+            .expect("evict the pod");
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_failed(&client, &ns, &done, "Evicted").await;
+        let detail = done
+            .status
+            .as_ref()
+            .and_then(|s| s.error.clone())
+            .expect("error");
+        let detail = detail.data.expect("data")["detail"].to_string();
+        assert!(detail.contains("EvictionByEvictionAPI"), "{detail}");
+    })
+    .await;
+}
+
+/// Waits until the Job is gone (or being deleted).
+async fn wait_gone(jobs: &Api<Job>, name: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let job = jobs.get_opt(name).await.expect("get job");
+        if job
+            .as_ref()
+            .is_none_or(|j| j.metadata.deletion_timestamp.is_some())
+        {
+            return;
+        }
+        assert!(started.elapsed() < WAIT, "Job {name} still there: {job:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
