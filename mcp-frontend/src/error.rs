@@ -47,7 +47,9 @@ pub enum Error {
     #[error("{TASK_EXPIRED}")]
     TaskExpired,
     /// The call needs a task but the request did not declare the tasks extension.
-    #[error("tool {tool} runs only as a task; declare the io.modelcontextprotocol/tasks extension")]
+    #[error(
+        "tool {tool} runs only as a task; call it on MCP 2026-07-28 declaring the io.modelcontextprotocol/tasks extension"
+    )]
     TasksCapabilityRequired {
         /// The MCP tool name.
         tool: String,

@@ -37,6 +37,11 @@ pub const LEGACY_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2025_11_25]
 const INSTRUCTIONS: &str = "Tools run as Kubernetes Jobs. Long calls return a task handle \
     (io.modelcontextprotocol/tasks): poll tasks/get until the task is terminal.";
 
+/// The instructions a legacy (`initialize`) client gets: it has no tasks, so every call waits.
+const LEGACY_INSTRUCTIONS: &str = "Tools run as Kubernetes Jobs. Every call waits for its job \
+    and answers with the result; tools that run only as tasks need a client speaking MCP \
+    2026-07-28 with the io.modelcontextprotocol/tasks extension.";
+
 /// Serves one MCP request over the shared state.
 #[derive(Clone)]
 pub struct McpHandler {
@@ -47,6 +52,17 @@ impl McpHandler {
     /// A handler over `state`.
     pub fn new(state: AppState) -> Self {
         Self { state }
+    }
+
+    /// What a legacy client is told in `initialize`: tools, and nothing it cannot use. The
+    /// tasks extension does not exist under 2025-11-25 (its calls are synchronous), and
+    /// `tools.listChanged` would promise notifications that only `subscriptions/listen` (MCP
+    /// 2026-07-28) delivers: a stateless server has no GET stream for them.
+    fn legacy_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(server_info())
+            .with_instructions(LEGACY_INSTRUCTIONS)
     }
 }
 
@@ -128,7 +144,10 @@ impl ServerHandler for McpHandler {
             return Err(ErrorData::method_not_found::<InitializeResultMethod>());
         }
         context.peer.set_peer_info(request.clone());
-        Ok(negotiate_legacy(&request.protocol_version, self.get_info()))
+        Ok(negotiate_legacy(
+            &request.protocol_version,
+            self.legacy_info(),
+        ))
     }
 
     async fn list_tools(

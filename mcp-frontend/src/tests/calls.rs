@@ -313,6 +313,32 @@ async fn legacy_clients_get_synchronous_results_without_tasks() {
     assert_eq!(store.count(), 1);
 }
 
+/// A 2025-11-25 client treats any HTTP status but 200 as a transport failure, so a task-only
+/// tool's refusal must reach it in band: HTTP 200, -32021, a message naming what it needs.
+#[tokio::test]
+async fn legacy_clients_get_task_only_refusals_in_band_with_http_200() {
+    let (state, store) = test_state();
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "failing_job", "arguments": {}}});
+    let request = axum::http::Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let (status, answer) = send(&state, request).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["id"], 8);
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("failing_job") && message.contains("2026-07-28"),
+        "{message}"
+    );
+    assert_eq!(store.count(), 0);
+}
+
 #[tokio::test]
 async fn synchronous_call_whose_task_asks_for_input_is_cancelled_with_a_clear_error() {
     let (state, store) = test_state();

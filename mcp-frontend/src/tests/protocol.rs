@@ -207,6 +207,24 @@ async fn legacy_initialize_is_answered_statelessly() {
         .to_bytes();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["result"]["protocolVersion"], "2025-11-25", "{body}");
+    // Only what a legacy client can use: tools, no tasks extension (its calls are synchronous)
+    // and no listChanged (its notifications need subscriptions/listen, which it cannot send).
+    assert_eq!(
+        body["result"]["capabilities"],
+        json!({"tools": {}}),
+        "{body}"
+    );
+    let instructions = body["result"]["instructions"].as_str().unwrap();
+    assert!(instructions.contains("Every call waits"), "{instructions}");
+    // A 2026-07-28 client still sees both in discover.
+    let (_, discover) = call(
+        &state,
+        rpc("server/discover", json!({"_meta": meta(false)})),
+    )
+    .await;
+    let capabilities = &discover["result"]["capabilities"];
+    assert_eq!(capabilities["tools"]["listChanged"], true, "{discover}");
+    assert_eq!(capabilities["extensions"][TASKS], json!({}), "{discover}");
 }
 
 #[tokio::test]

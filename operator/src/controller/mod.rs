@@ -1,7 +1,63 @@
-//! The controllers: `McpTask` (task -> Job -> status) and `McpTool` validation.
+//! The controllers: `McpTask` (task -> Job -> status) and `McpTool` validation, and what both
+//! drivers share: the unparseable-object path and the error policy.
+
+use std::future::Future;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use rand::Rng;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
 
 pub mod mcp_task;
 pub mod mcp_tool;
 
 /// Field manager of every server-side apply the operator makes.
 pub const FIELD_MANAGER: &str = "mcp-task-operator";
+
+/// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An
+/// object the operator cannot even parse gets a Warning Event and waits for a change.
+pub async fn reconcile_guarded<'a, K, F, Fut>(
+    guard: &'a DeserializeGuard<K>,
+    ctx: &Context,
+    controller: &'static str,
+    reconcile: F,
+) -> Result<Action>
+where
+    K: kube::Resource<DynamicType = ()>,
+    DeserializeGuard<K>: kube::Resource<DynamicType = ()>,
+    F: FnOnce(&'a K) -> Fut,
+    Fut: Future<Output = Result<Action>>,
+{
+    let started = std::time::Instant::now();
+    let result = match &guard.0 {
+        Ok(obj) => reconcile(obj).await,
+        Err(invalid) => {
+            let kind = K::kind(&());
+            tracing::warn!(error = %invalid.error, %kind, "cannot parse object");
+            ctx.metrics.failed(controller, "invalid_object");
+            let note = format!("The operator cannot read this {kind}: {}", invalid.error);
+            ctx.publish(guard, "InvalidObject", note, true).await;
+            Ok(Action::await_change())
+        }
+    };
+    ctx.metrics.reconciled(controller, started.elapsed());
+    result
+}
+
+/// Logs the error, counts it by category and retries after a jittered 2–8 s backoff.
+pub fn retry_after_error<K: ResourceExt>(
+    obj: &K,
+    err: &Error,
+    ctx: &Context,
+    controller: &'static str,
+) -> Action {
+    tracing::warn!(name = %obj.name_any(), error = %err, category = err.category(), "reconcile failed");
+    ctx.metrics.failed(controller, err.category());
+    Action::requeue(Duration::from_millis(
+        rand::rng().random_range(2_000..8_000),
+    ))
+}

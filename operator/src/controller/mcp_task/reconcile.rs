@@ -26,6 +26,7 @@ use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, 
 use super::status::{StatusContext, next_status, transition_event, write_delay};
 use super::ttl::{Expiry, expiry};
 use crate::context::Context;
+use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, Result};
 
 /// Name of this controller in metrics and logs.
@@ -41,20 +42,7 @@ const STREAM_SETTLE: Duration = Duration::from_secs(2);
 /// for a change.
 #[instrument(skip(guard, ctx), fields(name = %guard.name_any(), namespace = guard.namespace()))]
 pub async fn reconcile(guard: Arc<DeserializeGuard<McpTask>>, ctx: Arc<Context>) -> Result<Action> {
-    let started = std::time::Instant::now();
-    let result = match &guard.0 {
-        Ok(task) => reconcile_task(task, &ctx).await,
-        Err(invalid) => {
-            tracing::warn!(error = %invalid.error, "cannot parse McpTask");
-            ctx.metrics.failed(CONTROLLER, "invalid_object");
-            let note = format!("The operator cannot read this McpTask: {}", invalid.error);
-            ctx.publish(guard.as_ref(), "InvalidObject", note, true)
-                .await;
-            Ok(Action::await_change())
-        }
-    };
-    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
-    result
+    reconcile_guarded(&guard, &ctx, CONTROLLER, |task| reconcile_task(task, &ctx)).await
 }
 
 /// Logs the error, counts it by category and retries after a jittered backoff.
@@ -63,11 +51,7 @@ pub fn error_policy(
     err: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    tracing::warn!(name = %task.name_any(), error = %err, category = err.category(), "reconcile failed");
-    ctx.metrics.failed(CONTROLLER, err.category());
-    Action::requeue(Duration::from_millis(
-        rand::rng().random_range(2_000..8_000),
-    ))
+    retry_after_error(task.as_ref(), err, &ctx, CONTROLLER)
 }
 
 async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {

@@ -17,6 +17,7 @@ use tracing::instrument;
 use super::validate::{ToolInvalid, ready_condition, validate_tool};
 use crate::context::Context;
 use crate::controller::FIELD_MANAGER;
+use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, KubeOp, Result};
 
 /// Name of this controller in metrics and logs.
@@ -28,20 +29,7 @@ const DUPLICATE_RECHECK: Duration = Duration::from_secs(30);
 /// for a change.
 #[instrument(skip(guard, ctx), fields(name = %guard.name_any(), namespace = guard.namespace()))]
 pub async fn reconcile(guard: Arc<DeserializeGuard<McpTool>>, ctx: Arc<Context>) -> Result<Action> {
-    let started = std::time::Instant::now();
-    let result = match &guard.0 {
-        Ok(tool) => reconcile_tool(tool, &ctx).await,
-        Err(invalid) => {
-            tracing::warn!(error = %invalid.error, "cannot parse McpTool");
-            ctx.metrics.failed(CONTROLLER, "invalid_object");
-            let note = format!("The operator cannot read this McpTool: {}", invalid.error);
-            ctx.publish(guard.as_ref(), "InvalidObject", note, true)
-                .await;
-            Ok(Action::await_change())
-        }
-    };
-    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
-    result
+    reconcile_guarded(&guard, &ctx, CONTROLLER, |tool| reconcile_tool(tool, &ctx)).await
 }
 
 /// Logs the error, counts it by category and retries after a jittered backoff.
@@ -50,11 +38,7 @@ pub fn error_policy(
     err: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    tracing::warn!(name = %tool.name_any(), error = %err, category = err.category(), "reconcile failed");
-    ctx.metrics.failed(CONTROLLER, err.category());
-    Action::requeue(Duration::from_millis(
-        rand::rng().random_range(2_000..8_000),
-    ))
+    retry_after_error(tool.as_ref(), err, &ctx, CONTROLLER)
 }
 
 async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
