@@ -1,5 +1,6 @@
 //! Prometheus metrics: reconcile runs, failures by category, reconcile duration, task status
-//! transitions, tool-output warnings and leadership.
+//! transitions, tasks by status, open log streams, status write latency, tool-output warnings
+//! and leadership.
 //!
 //! Labels are fixed, low-cardinality strings (controller names, error categories, statuses),
 //! never object names or `Debug` output.
@@ -36,6 +37,13 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
+/// Labels of the tasks-by-status gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabels {
+    /// An MCP task status (`working`, `completed`...).
+    pub status: &'static str,
+}
+
 /// Every metric the operator exports.
 #[derive(Debug)]
 pub struct Metrics {
@@ -44,6 +52,9 @@ pub struct Metrics {
     duration: Family<ControllerLabels, Histogram>,
     transitions: Family<ReasonLabels, Counter>,
     tool_warnings: Family<ReasonLabels, Counter>,
+    tasks: Family<StatusLabels, Gauge>,
+    log_streams: Gauge,
+    status_writes: Histogram,
     leader: Gauge,
 }
 
@@ -58,6 +69,9 @@ impl Metrics {
             }),
             transitions: Family::default(),
             tool_warnings: Family::default(),
+            tasks: Family::default(),
+            log_streams: Gauge::default(),
+            status_writes: Histogram::new(exponential_buckets(0.002, 2.0, 12)),
             leader: Gauge::default(),
         };
         let registry = registry.sub_registry_with_prefix("mcp_operator");
@@ -85,6 +99,21 @@ impl Metrics {
             "tool_output_warnings",
             "Malformed or misplaced messages in tool output, by reason",
             metrics.tool_warnings.clone(),
+        );
+        registry.register(
+            "tasks",
+            "McpTasks in the watched namespaces, by status (refreshed every sweep)",
+            metrics.tasks.clone(),
+        );
+        registry.register(
+            "log_streams_open",
+            "Tool container log streams being followed",
+            metrics.log_streams.clone(),
+        );
+        registry.register(
+            "status_write_duration_seconds",
+            "Time one McpTask status write (server-side apply) took",
+            metrics.status_writes.clone(),
         );
         registry.register(
             "leader",
@@ -127,6 +156,25 @@ impl Metrics {
             .inc();
     }
 
+    /// Sets the number of tasks in each status; a status absent from `counts` is dropped.
+    pub fn set_tasks_by_status(&self, counts: &[(&'static str, i64)]) {
+        self.tasks.clear();
+        for (status, n) in counts {
+            self.tasks.get_or_create(&StatusLabels { status }).set(*n);
+        }
+    }
+
+    /// Sets the number of log streams being followed.
+    pub fn set_log_streams(&self, open: usize) {
+        self.log_streams
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// Records how long one status write took.
+    pub fn status_written(&self, elapsed: Duration) {
+        self.status_writes.observe(elapsed.as_secs_f64());
+    }
+
     /// Records whether this replica is the leader.
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
@@ -153,6 +201,10 @@ mod tests {
         metrics.transition("Completed");
         metrics.tool_warning("MalformedMessage");
         metrics.set_leader(true);
+        metrics.set_tasks_by_status(&[("working", 3), ("completed", 1)]);
+        metrics.set_tasks_by_status(&[("working", 2)]);
+        metrics.set_log_streams(2);
+        metrics.status_written(Duration::from_millis(7));
         let text = render(&registry).unwrap();
         for expected in [
             "mcp_operator_reconciliations_total{controller=\"mcptask\"} 1",
@@ -161,8 +213,13 @@ mod tests {
             "mcp_operator_task_transitions_total{reason=\"Completed\"} 1",
             "mcp_operator_tool_output_warnings_total{reason=\"MalformedMessage\"} 1",
             "mcp_operator_leader 1",
+            "mcp_operator_tasks{status=\"working\"} 2",
+            "mcp_operator_log_streams_open 2",
+            "mcp_operator_status_write_duration_seconds_count 1",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
+        // A status no task has any more is dropped, not left at its last count.
+        assert!(!text.contains("status=\"completed\""), "{text}");
     }
 }

@@ -120,6 +120,14 @@ impl Followers {
         });
     }
 
+    /// How many followers are still reading a log stream.
+    pub fn running(&self) -> usize {
+        lock(&self.inner)
+            .values()
+            .filter(|f| !f.task.is_finished())
+            .count()
+    }
+
     /// Stops and forgets the follower of `task_uid` (the task is terminal or gone).
     pub fn stop(&self, task_uid: &str) {
         if let Some(old) = lock(&self.inner).remove(task_uid) {

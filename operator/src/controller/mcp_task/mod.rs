@@ -11,7 +11,7 @@ pub mod reconcile;
 pub mod status;
 pub mod ttl;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -26,8 +26,8 @@ use mcp_task_operator_crds::McpTask;
 
 use crate::context::{Context, TaskRef};
 
-/// How often the state of deleted tasks is dropped.
-const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often the state of deleted tasks is dropped and the task and log-stream gauges refresh.
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 /// Selects the Jobs and pods the operator made.
 const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=mcp-task-operator";
 
@@ -89,7 +89,15 @@ async fn sweep(ctx: Arc<Context>, store: Store<DeserializeGuard<McpTask>>) {
         if store.is_empty() {
             continue;
         }
-        let live: HashSet<String> = store.state().iter().filter_map(|t| t.uid()).collect();
+        let tasks = store.state();
+        let live: HashSet<String> = tasks.iter().filter_map(|t| t.uid()).collect();
         ctx.retain_tasks(|uid| live.contains(uid));
+        let mut counts: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for task in tasks.iter().filter_map(|guard| guard.0.as_ref().ok()) {
+            *counts.entry(task.task_status().as_str()).or_default() += 1;
+        }
+        ctx.metrics
+            .set_tasks_by_status(&counts.into_iter().collect::<Vec<_>>());
+        ctx.metrics.set_log_streams(ctx.followers.running());
     }
 }

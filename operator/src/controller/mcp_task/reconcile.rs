@@ -251,7 +251,9 @@ async fn finish(
             decision.outcome.status(),
         );
         if delay.is_zero() {
+            let started = std::time::Instant::now();
             apply::apply_status(&ctx.client, task, &next).await?;
+            ctx.metrics.status_written(started.elapsed());
             ctx.record_write(uid, terminal);
             if let Some(event) = transition_event(current.map(|s| s.status), &decision.outcome) {
                 ctx.metrics.transition(event.reason);
