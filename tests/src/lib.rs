@@ -198,6 +198,8 @@ pub fn chart_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
 }
 
+pub mod clients;
+pub mod conformance;
 pub mod fixture_tools;
 pub mod frontend;
 pub mod mcp_client;

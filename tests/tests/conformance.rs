@@ -5,8 +5,7 @@
 //! core fixtures of `fixture_tools::apply_core_fixture_tools`, played by the test-side status
 //! writer.
 
-use std::path::Path;
-
+use mcp_task_operator_tests::conformance::{run_suite, run_tasks_scenarios};
 use mcp_task_operator_tests::fixture_tools::{
     CORE_FIXTURE_TOOLS, FIXTURE_TOOLS, apply_core_fixture_tools, serve_fixtures,
     trigger_tool_changes,
@@ -14,26 +13,6 @@ use mcp_task_operator_tests::fixture_tools::{
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::mcp_client::Mcp;
 use mcp_task_operator_tests::with_temp_ns;
-use serde_json::Value;
-use tokio::process::Command;
-
-/// The suite's tasks scenarios (protocol reference B18).
-const SCENARIOS: [&str; 10] = [
-    "tasks-lifecycle",
-    "tasks-capability-negotiation",
-    "tasks-wire-fields",
-    "tasks-request-state-removal",
-    "tasks-mrtr-input",
-    "tasks-request-headers",
-    "tasks-dispatch-and-envelope",
-    "tasks-status-notifications",
-    "tasks-required-task-error",
-    "tasks-mrtr-composition",
-];
-
-/// The one scenario the suite itself skips ("pending subscriptions/listen rewrite"); our own
-/// listen tests in `frontend.rs` cover what it would check.
-const SKIPPED_BY_THE_SUITE: &str = "tasks-status-notifications";
 
 /// Checks of the suite's 2026-07-28 requirements run (`--requirements 2026-07-28`: every
 /// scored core scenario plus the not-scored tasks and pending ones) that fail against this
@@ -107,65 +86,6 @@ const EXPLAINED: &[(&str, &str)] = &[
     ),
 ];
 
-/// Runs the suite with `selection` (e.g. `--scenario tasks-lifecycle`) and returns its checks:
-/// (scenario, check id, status, message).
-async fn run_suite(
-    url: &str,
-    selection: &[&str],
-    out: &Path,
-) -> Vec<(String, String, String, String)> {
-    let clients = std::env::var("MTO_CLIENTS")
-        .expect("MTO_CLIENTS is not set: run the integration tests through `make test`");
-    let clients = Path::new(&clients);
-    let output = Command::new(clients.join("node22"))
-        .arg(clients.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
-        .args(["server", "--url", url, "--timeout", "120000"])
-        .args(selection)
-        .arg("-o")
-        .arg(out)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("the conformance suite runs");
-    let log = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    let mut checks = Vec::new();
-    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
-        // Result directories are `server-<scenario>-<timestamp>`, the timestamp an ISO time
-        // with `-` for `:` and `.` (24 characters, e.g. `2026-11-30T02-48-29-182Z`).
-        let dir = entry.file_name().to_string_lossy().into_owned();
-        let Some(scenario) = dir
-            .strip_prefix("server-")
-            .and_then(|rest| rest.len().checked_sub(25).map(|end| rest[..end].to_owned()))
-        else {
-            continue;
-        };
-        let text = std::fs::read_to_string(entry.path().join("checks.json"))
-            .unwrap_or_else(|e| panic!("{dir} has no checks.json ({e}):\n{log}"));
-        let list: Vec<Value> = serde_json::from_str(&text).expect("checks.json is JSON");
-        for c in list {
-            let field = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
-            checks.push((
-                scenario.clone(),
-                field("id"),
-                field("status"),
-                field("errorMessage"),
-            ));
-        }
-    }
-    assert!(!checks.is_empty(), "the suite wrote no checks:\n{log}");
-    checks
-}
-
-/// The suite's checks for one scenario: (check id, status).
-async fn run_scenario(url: &str, scenario: &str, out: &Path) -> Vec<(String, String)> {
-    run_suite(url, &["--scenario", scenario], &out.join(scenario))
-        .await
-        .into_iter()
-        .map(|(_, id, status, _)| (id, status))
-        .collect()
-}
-
 #[tokio::test]
 async fn every_tasks_scenario_of_the_official_conformance_suite_passes() {
     with_temp_ns("conformance", |client, ns| async move {
@@ -174,21 +94,7 @@ async fn every_tasks_scenario_of_the_official_conformance_suite_passes() {
         Mcp::new(&frontend.url).wait_for_tools(&FIXTURE_TOOLS).await;
         let out = std::env::temp_dir().join(format!("mto-conformance-{ns}"));
 
-        let mut failures = Vec::new();
-        for scenario in SCENARIOS {
-            let checks = run_scenario(&frontend.url, scenario, &out).await;
-            let passed = checks.iter().filter(|(_, s)| s == "SUCCESS").count();
-            eprintln!("{scenario}: {passed}/{} checks passed", checks.len());
-            for (id, status) in &checks {
-                let skipped_scenario = scenario == SKIPPED_BY_THE_SUITE && status == "SKIPPED";
-                if status != "SUCCESS" && !skipped_scenario {
-                    failures.push(format!("{scenario}/{id}: {status}"));
-                }
-            }
-            if scenario != SKIPPED_BY_THE_SUITE && passed == 0 {
-                failures.push(format!("{scenario}: no check ran"));
-            }
-        }
+        let failures = run_tasks_scenarios(&frontend.url, &out).await;
         let _ = std::fs::remove_dir_all(&out);
         assert!(failures.is_empty(), "conformance failures: {failures:#?}");
     })
@@ -210,7 +116,8 @@ async fn the_whole_2026_07_28_server_suite_passes_or_is_explained() {
         let checks = run_suite(&frontend.url, &["--requirements", "2026-07-28"], &out).await;
         let mut failures = Vec::new();
         let mut explained_seen = Vec::new();
-        for (scenario, id, status, message) in &checks {
+        for c in &checks {
+            let (scenario, id, status, message) = (&c.scenario, &c.id, &c.status, &c.message);
             // INFO and WARNING are advice; SKIPPED is the suite's own decision.
             if status == "SUCCESS" || status == "INFO" || status == "SKIPPED" {
                 continue;
@@ -225,14 +132,14 @@ async fn the_whole_2026_07_28_server_suite_passes_or_is_explained() {
             }
             failures.push(format!("{scenario}/{id}: {status}: {message}"));
         }
-        let mut scenarios: Vec<&str> = checks.iter().map(|c| c.0.as_str()).collect();
+        let mut scenarios: Vec<&str> = checks.iter().map(|c| c.scenario.as_str()).collect();
         scenarios.sort_unstable();
         scenarios.dedup();
         for scenario in scenarios {
             let of = |status: &str| {
                 checks
                     .iter()
-                    .filter(|c| c.0 == scenario && c.2 == status)
+                    .filter(|c| c.scenario == scenario && c.status == status)
                     .count()
             };
             eprintln!(
@@ -243,16 +150,16 @@ async fn the_whole_2026_07_28_server_suite_passes_or_is_explained() {
                 of("SKIPPED")
             );
         }
-        let passed = checks.iter().filter(|c| c.2 == "SUCCESS").count();
+        let passed = checks.iter().filter(|c| c.status == "SUCCESS").count();
         eprintln!(
             "{passed}/{} checks passed, {} explained",
             checks.len(),
             explained_seen.len()
         );
         for explained in EXPLAINED {
-            let passes = checks
-                .iter()
-                .any(|c| (c.0.as_str(), c.1.as_str()) == *explained && c.2 == "SUCCESS");
+            let passes = checks.iter().any(|c| {
+                (c.scenario.as_str(), c.id.as_str()) == *explained && c.status == "SUCCESS"
+            });
             if passes {
                 failures.push(format!(
                     "{}/{} now passes: drop it from EXPLAINED and docs/CONFORMANCE.md",

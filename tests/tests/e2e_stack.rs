@@ -1,0 +1,334 @@
+//! The whole stack end to end: the Helm chart installed namespace-scoped (2 operator and
+//! 2 front-end replicas, our `dev` images), the example tools registered and validated by the
+//! real operator, and real clients reaching the front end through its Service (a NodePort on
+//! the bridge address, as `make up` does), so every task is a real Job:
+//!
+//! 1. the official conformance suite's tasks scenarios (all but the one the suite skips);
+//! 2. the TypeScript (ext-tasks) and Python SDK clients' poll, input, listen and cancel flows;
+//! 3. the restock report through `examples/clients/restock_report.py`.
+//!
+//! The suite sends no `Authorization` header (its `server` command has no header or auth
+//! option), so this release runs with `frontend.auth.mode=none` and
+//! `allowUnauthenticated=true`; every client here is the same anonymous caller.
+
+use std::time::{Duration, Instant};
+
+use mcp_task_operator_tests::clients::{
+    assert_python_flows, assert_typescript_flows, run_python_flows, run_restock_report,
+    run_typescript_flows,
+};
+use mcp_task_operator_tests::conformance::run_tasks_scenarios;
+use mcp_task_operator_tests::fixture_tools::FIXTURE_TOOLS;
+use mcp_task_operator_tests::mcp_client::Mcp;
+use mcp_task_operator_tests::{chart_dir, ensure_crds, helm, kubectl, with_temp_ns};
+use rand::Rng;
+use serde_json::{Value, json};
+
+const RELEASE: &str = "e2e";
+/// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
+const NODE_IP: &str = "10.244.0.1";
+
+/// Uninstalls the release when the test ends. On a panic it leaves the release for
+/// `with_temp_ns` to dump (pods, logs, Events) and then delete with the namespace: everything
+/// this release creates, its Helm record included, lives in the namespace.
+struct Release(String);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if !std::thread::panicking() && std::env::var_os("MTO_KEEP_NS").is_none() {
+            let _ = helm(&["uninstall", RELEASE, "-n", &self.0, "--ignore-not-found"]);
+        }
+    }
+}
+
+fn output_text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Installs the chart into `ns` with the front end on a random free NodePort (another test or
+/// `make up` may hold one: a conflict is retried with another port). Returns the port.
+fn install(ns: &str) -> u16 {
+    let chart = chart_dir();
+    let chart = chart.to_str().expect("UTF-8 path");
+    for _ in 0..10 {
+        let port: u16 = rand::rng().random_range(30100..=32700);
+        let node_port = format!("frontend.service.nodePort={port}");
+        let hosts = format!("frontend.config.allowedHosts={{{NODE_IP}}}");
+        let sets = [
+            "rbac.scope=namespace",
+            "operator.image.tag=dev",
+            "frontend.image.tag=dev",
+            "operator.replicaCount=2",
+            "frontend.replicaCount=2",
+            "frontend.auth.mode=none",
+            "frontend.auth.allowUnauthenticated=true",
+            "frontend.service.type=NodePort",
+            &node_port,
+            &hosts,
+        ];
+        let mut args = vec![
+            "upgrade",
+            "--install",
+            RELEASE,
+            chart,
+            "-n",
+            ns,
+            "--wait",
+            "--timeout",
+            "5m",
+        ];
+        for set in &sets {
+            args.extend(["--set", set]);
+        }
+        let out = helm(&args);
+        if out.status.success() {
+            return port;
+        }
+        let text = output_text(&out);
+        if text.contains("already allocated") {
+            eprintln!("node port {port} is taken, trying another");
+            let _ = helm(&[
+                "uninstall",
+                RELEASE,
+                "-n",
+                ns,
+                "--ignore-not-found",
+                "--wait",
+            ]);
+            continue;
+        }
+        panic!("helm install failed:\n{text}");
+    }
+    panic!("no free node port found in 10 tries");
+}
+
+fn kubectl_ok(args: &[&str]) -> String {
+    let out = kubectl(args);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{}",
+        output_text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `tasks/get` every 50 ms until `status`; returns the result, the time it took and
+/// every change of status or statusMessage seen on the way (seconds since `since`, status,
+/// message).
+async fn time_to_status(
+    mcp: &Mcp,
+    id: &str,
+    status: &str,
+    since: Instant,
+) -> (Value, Duration, Vec<String>) {
+    let mut seen: Vec<String> = Vec::new();
+    let mut last = (Value::Null, Value::Null);
+    loop {
+        let result = mcp.get_task(id).await.result().clone();
+        let now = (result["status"].clone(), result["statusMessage"].clone());
+        if now != last {
+            seen.push(format!(
+                "{:.1} s {} {}",
+                since.elapsed().as_secs_f64(),
+                now.0,
+                now.1
+            ));
+            last = now;
+        }
+        if result["status"] == status {
+            return (result, since.elapsed(), seen);
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "task {id} not {status} in 60 s; last: {result}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How long real Jobs take for the steps the suite times (it gives confirm_delete 5 s from
+/// tools/call to input_required): three confirm_delete calls at once, each answered once it
+/// asks, then a 0-second slow_compute. Prints the times; the suite's scenarios assert.
+async fn measure(mcp: &Mcp) {
+    let one = |n: usize| async move {
+        let file = format!("timing-{n}.txt");
+        let started = Instant::now();
+        let id = mcp
+            .start_task("confirm_delete", json!({ "filename": file }))
+            .await;
+        let (_, to_input, seen) = time_to_status(mcp, &id, "input_required", started).await;
+        if n == 1 {
+            eprintln!("confirm_delete as a client polling tasks/get saw it: {seen:#?}");
+        }
+        let answered = Instant::now();
+        let answer = json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } });
+        mcp.update_task(&id, answer).await;
+        let (done, to_done, _) = time_to_status(mcp, &id, "completed", answered).await;
+        assert_eq!(
+            done["result"]["content"][0]["text"],
+            format!("Deleted {file}")
+        );
+        (to_input.as_secs_f64(), to_done.as_secs_f64())
+    };
+    let (a, b, c) = tokio::join!(one(1), one(2), one(3));
+    let started = Instant::now();
+    let id = mcp
+        .start_task("slow_compute", json!({ "seconds": 0, "label": "t" }))
+        .await;
+    let (_, instant, _) = time_to_status(mcp, &id, "completed", started).await;
+    eprintln!(
+        "timings with real Jobs: confirm_delete tools/call -> input_required {:.1} / {:.1} / \
+         {:.1} s, tasks/update -> completed {:.1} / {:.1} / {:.1} s; slow_compute(0) \
+         tools/call -> completed {:.1} s",
+        a.0,
+        b.0,
+        c.0,
+        a.1,
+        b.1,
+        c.1,
+        instant.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
+    with_temp_ns("e2e-stack", |client, ns| async move {
+        let begun = Instant::now();
+        ensure_crds(&client).await;
+        let _release = Release(ns.clone());
+        let port = install(&ns);
+        eprintln!(
+            "chart installed and rolled out in {:.1} s",
+            begun.elapsed().as_secs_f64()
+        );
+
+        let examples = chart_dir().join("../../examples");
+        let conformance = examples.join("conformance/mcptools.yaml");
+        let restock = examples.join("restock-report/mcptool.yaml");
+        kubectl_ok(&[
+            "apply",
+            "-n",
+            &ns,
+            "-f",
+            conformance.to_str().expect("UTF-8 path"),
+            "-f",
+            restock.to_str().expect("UTF-8 path"),
+        ]);
+        // Ready is the real operator's verdict on each tool.
+        kubectl_ok(&[
+            "wait",
+            "-n",
+            &ns,
+            "--for=condition=Ready",
+            "mcptool",
+            "--all",
+            "--timeout=120s",
+        ]);
+
+        let url = format!("http://{NODE_IP}:{port}/mcp");
+        let mcp = Mcp::new(&url);
+        let mut tools = FIXTURE_TOOLS.to_vec();
+        tools.push("restock_report");
+        mcp.wait_for_tools(&tools).await;
+        measure(&mcp).await;
+
+        // 1. The suite's tasks scenarios, one after the other.
+        let out = std::env::temp_dir().join(format!("mto-e2e-conformance-{ns}"));
+        let started = Instant::now();
+        let failures = run_tasks_scenarios(&url, &out).await;
+        let _ = std::fs::remove_dir_all(&out);
+        eprintln!(
+            "conformance tasks scenarios took {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(failures.is_empty(), "conformance failures: {failures:#?}");
+
+        // 2. and 3. The clients and the restock report, at the same time.
+        let started = Instant::now();
+        let (ts, py, report) = tokio::join!(
+            run_typescript_flows(&url),
+            run_python_flows(&url),
+            run_restock_report(&url, &["--delay-ms", "20"]),
+        );
+        eprintln!(
+            "clients and restock report took {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        assert_typescript_flows(&ts);
+        assert_python_flows(&py);
+        assert_restock_report(&report);
+        assert_both_replicas_served(&ns);
+        eprintln!("whole test took {:.1} s", begun.elapsed().as_secs_f64());
+    })
+    .await;
+}
+
+/// Every front-end replica answered requests through the Service (kube-proxy spreads the
+/// clients' connections), read from each pod's `/metrics` through the API server's proxy.
+fn assert_both_replicas_served(ns: &str) {
+    let selector =
+        format!("app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=mcp-frontend");
+    let pods = kubectl_ok(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        &selector,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    let pods: Vec<&str> = pods.split_whitespace().collect();
+    assert_eq!(pods.len(), 2, "front-end pods: {pods:?}");
+    for pod in pods {
+        let path = format!("/api/v1/namespaces/{ns}/pods/{pod}:8080/proxy/metrics");
+        let metrics = kubectl_ok(&["get", "--raw", &path]);
+        let served: f64 = metrics
+            .lines()
+            .filter(|l| l.starts_with("mcp_frontend_requests_total{"))
+            // MCP requests only, not the kubelet's probes.
+            .filter(|l| l.contains("method=\"tools/call\"") || l.contains("method=\"tasks/"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        eprintln!("front end {pod} answered {served} tools/call and tasks/* requests");
+        assert!(served > 0.0, "{pod} answered no request:\n{metrics}");
+    }
+}
+
+/// The report's task completed having recounted every product, with the 13 products under
+/// the default threshold (examples/README.md lists them). At 20 ms per product the whole
+/// recount takes about 1.3 s, so a client polling every second may see no progress message.
+fn assert_restock_report(stdout: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with(": completed - recounted 64 of 64 SKUs")),
+        "the task did not complete:\n{stdout}"
+    );
+    let structured: Value = lines
+        .iter()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no structuredContent line:\n{stdout}"));
+    let low: Vec<&str> = structured["lowStock"]
+        .as_array()
+        .expect("lowStock")
+        .iter()
+        .map(|p| p["sku"].as_str().expect("sku"))
+        .collect();
+    assert_eq!(
+        low,
+        [
+            "SKU-0004", "SKU-0008", "SKU-0012", "SKU-0016", "SKU-0020", "SKU-0031", "SKU-0035",
+            "SKU-0039", "SKU-0043", "SKU-0047", "SKU-0054", "SKU-0058", "SKU-0062"
+        ],
+        "{stdout}"
+    );
+    assert_eq!(structured["recounted"], 64);
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("13 of 64 SKUs have fewer than 10 units")),
+        "{stdout}"
+    );
+}
