@@ -9,6 +9,7 @@ use mcp_task_operator_mcp_frontend::store::kube::KubeTaskStore;
 use mcp_task_operator_mcp_frontend::store::kube_tools::KubeToolCatalog;
 use mcp_task_operator_mcp_frontend::token_review::TokenReviewer;
 use mcp_task_operator_mcp_frontend::{AppState, Config, app};
+use std::io::IsTerminal;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
@@ -16,6 +17,8 @@ use tracing_subscriber::EnvFilter;
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        // Colour codes only on a terminal: container logs stay plain text.
+        .with_ansi(std::io::stdout().is_terminal())
         .init();
     let config = Config::from_env()?;
     let client = kube::Client::try_default().await?;

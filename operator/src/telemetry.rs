@@ -1,5 +1,7 @@
 //! Tracing setup: a `fmt` subscriber filtered by `RUST_LOG` (default `info`).
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global tracing subscriber; call once at startup.
@@ -8,5 +10,7 @@ pub fn init() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        // Colour codes only on a terminal: container logs stay plain text.
+        .with_ansi(std::io::stdout().is_terminal())
         .init();
 }

@@ -376,3 +376,46 @@ impl Listen {
         }
     }
 }
+
+/// Asserts that `stranger` cannot tell `owner`'s task `id` (waiting for the `confirm-1` answer
+/// of `confirm_delete`) from a task that does not exist, and that nothing it tries touches it:
+/// get, cancel and update give byte-identical -32602 answers, listen accepts nothing.
+pub async fn assert_foreign_task_looks_unknown(
+    stranger: &Mcp,
+    owner: &Mcp,
+    tasks: &kube::Api<mcp_task_operator_crds::McpTask>,
+    id: &str,
+) {
+    let unknown = mcp_task_operator_crds::task_id::generate();
+    let answer = json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } });
+    for (theirs, nobodys) in [
+        (
+            stranger.get_task(id).await,
+            stranger.get_task(&unknown).await,
+        ),
+        (
+            stranger.cancel_task(id).await,
+            stranger.cancel_task(&unknown).await,
+        ),
+        (
+            stranger.update_task(id, answer.clone()).await,
+            stranger.update_task(&unknown, answer.clone()).await,
+        ),
+    ] {
+        assert_eq!(theirs.error_code(), Some(-32602), "{}", theirs.body);
+        assert_eq!(theirs.status, nobodys.status);
+        assert_eq!(theirs.body["error"], nobodys.body["error"]);
+    }
+    let mut listen = stranger.listen("stranger-listen", &[id]).await;
+    let ack = listen.next().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([]));
+
+    let task = tasks.get(id).await.expect("task");
+    assert!(!task.is_cancel_requested());
+    assert!(task.spec.input_responses.is_none());
+    assert_eq!(
+        owner.get_task(id).await.result()["status"],
+        "input_required"
+    );
+}

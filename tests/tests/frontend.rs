@@ -8,7 +8,9 @@ use mcp_task_operator_tests::fixture_tools::{
     FIXTURE_TOOLS, apply_tool, mark_tools_ready, serve_fixtures,
 };
 use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{Mcp, TASKS_EXTENSION, WAIT};
+use mcp_task_operator_tests::mcp_client::{
+    Mcp, TASKS_EXTENSION, WAIT, assert_foreign_task_looks_unknown,
+};
 use mcp_task_operator_tests::with_temp_ns;
 use serde_json::{Value, json};
 
@@ -273,34 +275,7 @@ async fn a_foreign_owner_gets_the_same_error_as_for_an_unknown_task() {
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
         assert_eq!(tasks.get(&id).await.expect("task").spec.owner, "alice");
 
-        let unknown = task_id::generate();
-        let answer = json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } });
-        for (theirs, nobodys) in [
-            (bob.get_task(&id).await, bob.get_task(&unknown).await),
-            (bob.cancel_task(&id).await, bob.cancel_task(&unknown).await),
-            (
-                bob.update_task(&id, answer.clone()).await,
-                bob.update_task(&unknown, answer.clone()).await,
-            ),
-        ] {
-            assert_eq!(theirs.error_code(), Some(-32602), "{}", theirs.body);
-            assert_eq!(theirs.status, nobodys.status);
-            assert_eq!(theirs.body["error"], nobodys.body["error"]);
-        }
-        // Bob's listen does not accept Alice's task.
-        let mut listen = bob.listen("bob-listen", &[&id]).await;
-        let ack = listen.next().await;
-        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([]));
-
-        // Nothing Bob did touched the task.
-        let task = tasks.get(&id).await.expect("task");
-        assert!(!task.is_cancel_requested());
-        assert!(task.spec.input_responses.is_none());
-        assert_eq!(
-            alice.get_task(&id).await.result()["status"],
-            "input_required"
-        );
+        assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
         let _ = std::fs::remove_file(&tokens);
     })
     .await;

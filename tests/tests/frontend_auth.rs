@@ -11,10 +11,12 @@ use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
 use kube::api::PostParams;
-use mcp_task_operator_crds::{McpTask, task_id};
+use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_tests::fixture_tools::serve_fixtures;
 use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{Mcp, PROTOCOL_VERSION};
+use mcp_task_operator_tests::mcp_client::{
+    Mcp, PROTOCOL_VERSION, assert_foreign_task_looks_unknown,
+};
 use mcp_task_operator_tests::{kubectl, with_temp_ns};
 use serde_json::{Value, json};
 
@@ -202,34 +204,9 @@ async fn tokenreview_accepts_the_audience_owns_tasks_by_service_account_and_refu
             format!("system:serviceaccount:{ns}:alice")
         );
 
-        // Bob cannot tell alice's task from one that does not exist.
-        let unknown = task_id::generate();
+        // Bob cannot tell alice's task from one that does not exist, nor touch it.
+        assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
         let answer = json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } });
-        for (theirs, nobodys) in [
-            (bob.get_task(&id).await, bob.get_task(&unknown).await),
-            (bob.cancel_task(&id).await, bob.cancel_task(&unknown).await),
-            (
-                bob.update_task(&id, answer.clone()).await,
-                bob.update_task(&unknown, answer.clone()).await,
-            ),
-        ] {
-            assert_eq!(theirs.error_code(), Some(-32602), "{}", theirs.body);
-            assert_eq!(theirs.status, nobodys.status);
-            assert_eq!(theirs.body["error"], nobodys.body["error"]);
-        }
-        let mut listen = bob.listen("bob-listen", &[&id]).await;
-        let ack = listen.next().await;
-        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([]));
-
-        // Nothing bob did touched the task; alice still owns and sees it.
-        let task = tasks.get(&id).await.expect("task");
-        assert!(!task.is_cancel_requested());
-        assert!(task.spec.input_responses.is_none());
-        assert_eq!(
-            alice.get_task(&id).await.result()["status"],
-            "input_required"
-        );
         let ack = alice.update_task(&id, answer).await;
         assert_eq!(ack.result()["resultType"], "complete");
         let done = alice.wait_status(&id, "completed").await;
