@@ -19,8 +19,6 @@ cd "$REPO_ROOT"
 examples/build-images.sh
 CLIENTS=$("$HACK/clients.sh")
 
-# Helm installs CRDs only once; applying them server-side also upgrades them.
-kubectl apply --server-side --force-conflicts -f crds/yaml/ >/dev/null
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
 # One demo caller with a random bearer token, kept with the cluster's state.
@@ -30,7 +28,10 @@ TOKEN=$(cat "$TOKEN_FILE")
 kubectl -n "$NS" create secret generic mcp-demo-tokens --from-literal=tokens.csv="$TOKEN,demo" \
   --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
+# The release owns the CRDs (crds.install, the default) and upgrades them on every run;
+# --take-ownership adopts CRDs that something else applied first (an integration test run, say).
 helm upgrade --install "$RELEASE" charts/mcp-task-operator --namespace "$NS" --wait --timeout 5m \
+  --take-ownership \
   --set rbac.scope=namespace \
   --set operator.image.tag=dev --set frontend.image.tag=dev \
   --set frontend.auth.mode=static --set frontend.auth.static.existingSecret=mcp-demo-tokens \

@@ -469,6 +469,27 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Both CRDs belong to the release in `ns`, carry the labels of chart version `chart` and are
+/// kept on uninstall.
+fn assert_crds_owned_by(ns: &str, chart: &str) {
+    for crd in ["mcptasks.mcptasks.io", "mcptools.mcptasks.io"] {
+        let json = kubectl_ok(&["get", "crd", crd, "-o", "json"]);
+        let crd: Value = serde_json::from_str(&json).expect("CRD JSON");
+        let meta = &crd["metadata"];
+        assert_eq!(meta["labels"]["helm.sh/chart"], chart, "{}", meta);
+        assert_eq!(
+            meta["annotations"]["meta.helm.sh/release-namespace"], ns,
+            "{}",
+            meta
+        );
+        assert_eq!(
+            meta["annotations"]["helm.sh/resource-policy"], "keep",
+            "{}",
+            meta
+        );
+    }
+}
+
 /// Every namespaced object in `ns` that the release (or its pods) could have left behind.
 fn leftovers(ns: &str) -> Vec<String> {
     const KINDS: &str = "deployments,replicasets,pods,services,endpointslices,serviceaccounts,\
@@ -499,17 +520,23 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
             "--set",
             "frontend.image.tag=dev",
         ];
+        // This release owns the CRDs (`crds.install`). They exist already (every test applies
+        // them), so it takes them over, as a release does after an older chart's `crds/`.
         let mut install = vec![
             "install",
             RELEASE,
             chart,
             "-n",
             &ns,
+            "--take-ownership",
             "--set",
             "rbac.scope=namespace",
+            "--set",
+            "crds.install=true",
         ];
         install.extend(images);
         helm_ok(&install);
+        assert_crds_owned_by(&ns, "mcp-task-operator-0.1.0");
         let _release = Release(&ns);
 
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
@@ -544,6 +571,8 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
             wait_rolled_out(&deployments, operator).await;
             assert_leader(&ns, operator).await;
         }
+        // `helm upgrade` upgraded the CRDs with the rest of the release.
+        assert_crds_owned_by(&ns, "mcp-task-operator-99.0.0");
         let history = helm_ok(&["history", RELEASE, "-n", &ns, "-o", "json"]);
         assert!(history.contains("\"revision\":2"), "{history}");
 
@@ -569,7 +598,7 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
             !cluster_wide.contains(&ns),
             "left cluster-wide: {cluster_wide}"
         );
-        // The CRDs stay, as documented (Helm never deletes crds/).
+        // The CRDs stay, as documented (`crds.keep`: helm.sh/resource-policy: keep).
         kubectl_ok(&["get", "crd", "mcptasks.mcptasks.io", "mcptools.mcptasks.io"]);
     })
     .await;
