@@ -20,7 +20,10 @@ build() {
       --entrypoint /usr/local/bin/restock-report
     ;;
   conformance)
-    "$IMAGES" build localhost/conformance-tools:v1 --busybox --user "$USER_ID" --copy "$LIB" \
+    # busybox plus curl, as localhost/toolbox:v1 (`hack/images.sh base`): the
+    # test_trigger_tool_change fixture patches its McpTool over HTTPS.
+    "$IMAGES" build localhost/conformance-tools:v1 --busybox --binary /usr/bin/curl:/usr/bin/curl \
+      --user "$USER_ID" --copy "$LIB" \
       --copy "$EXAMPLES/conformance/conformance-tools.sh:/usr/local/bin/conformance-tools" \
       --entrypoint /usr/local/bin/conformance-tools
     ;;

@@ -11,6 +11,20 @@
 #   multi_input         asks two questions at once (keys name-1 and confirm-1), then completes
 #   test_tool_with_task the front end asks startInputs.user_name before the task exists; the
 #                       answer arrives in MCP_START_INPUTS and the result greets that name
+#
+# and the fixtures of the suite's core 2026-07-28 scenarios (core-mcptools.yaml), each a
+# synchronous call that returns the CallToolResult its scenario names at once:
+#
+#   test_simple_text, test_streaming_elicitation, json_schema_2020_12_tool   one text
+#   test_image_content, test_audio_content, test_embedded_resource          one image/audio/resource
+#   test_multiple_content_types  text, image and resource
+#   test_error_handling          a tool error (isError: true)
+#   test_logging_tool            a log line, then a text
+#   test_input_required_result_elicitation   greets the name of startInputs.user_name
+#   test_custom_headers          {region} -> "Region: <its JSON>"
+#   test_trigger_tool_change     rewrites its own McpTool's description through the Kubernetes
+#                                API (its service account may patch that one object), so the
+#                                tool list changes; needs curl (the image is busybox + curl)
 set -u
 # shellcheck source=examples/lib/mcp.sh
 . "${MCP_LIB:-/usr/local/lib/mcp/mcp.sh}"
@@ -123,13 +137,105 @@ test_tool_with_task() {
   result "Hello, $name! The task finished for you."
 }
 
+# The core fixtures' payloads: a 1x1 red PNG and a WAV file holding one silent 8 kHz sample.
+PNG=iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==
+WAV=UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQIAAACAgA==
+IMAGE="{\"type\":\"image\",\"data\":\"$PNG\",\"mimeType\":\"image/png\"}"
+
+# content JSON [IS_ERROR]: prints a result whose content array is JSON.
+content() {
+  printf '{"mcp":"result","result":{"content":%s,"isError":%s}}\n' "$1" "${2:-false}"
+}
+
+# text TEXT [IS_ERROR]: prints a result holding one text (TEXT already JSON-escaped).
+text() {
+  content "[{\"type\":\"text\",\"text\":\"$1\"}]" "${2:-false}"
+}
+
+# resource URI MIME TEXT: one embedded text resource (TEXT already JSON-escaped).
+resource() {
+  printf '{"type":"resource","resource":{"uri":"%s","mimeType":"%s","text":"%s"}}' "$1" "$2" "$3"
+}
+
+simple_text() {
+  text "This is a simple text response for testing."
+}
+
+test_image_content() {
+  content "[$IMAGE]"
+}
+
+test_audio_content() {
+  content "[{\"type\":\"audio\",\"data\":\"$WAV\",\"mimeType\":\"audio/wav\"}]"
+}
+
+test_embedded_resource() {
+  content "[$(resource test://embedded-resource text/plain \
+    'This is an embedded resource content.')]"
+}
+
+test_multiple_content_types() {
+  content "[{\"type\":\"text\",\"text\":\"Multiple content types test:\"},$IMAGE,$(resource \
+    test://mixed-content-resource application/json '{\"test\":\"data\",\"value\":123}')]"
+}
+
+test_error_handling() {
+  text "This tool intentionally returns an error for testing" true
+}
+
+test_logging_tool() {
+  echo "test_logging_tool: this line is a log line, kept in the pod's log"
+  text "Logged to stdout only."
+}
+
+test_input_required_result_elicitation() {
+  answers=${MCP_START_INPUTS:-'{}'}
+  name=$(mcp_json_get "$answers" user_name.content.name) && name=$(mcp_json_string "$name") ||
+    name=stranger
+  text "Hello, $name!"
+}
+
+test_custom_headers() {
+  raw=$(mcp_json_get "$args" region) || raw=null
+  text "Region: $(mcp_json_escape "$raw")"
+}
+
+# test_trigger_tool_change: merge-patches the description of this tool's own McpTool (named by
+# the pod label mcptasks.io/tool, in MCPTOOL_NAME) with the pod's service-account token, so
+# the tool list changes, as it would for a tool that registers tools. A failed patch is a tool
+# error.
+test_trigger_tool_change() {
+  sa=/var/run/secrets/kubernetes.io/serviceaccount
+  self=${MCPTOOL_NAME:?the McpTool template sets MCPTOOL_NAME}
+  host=${KUBERNETES_SERVICE_HOST:?not running in a pod}
+  case $host in *:*) host="[$host]" ;; esac
+  url="https://$host:${KUBERNETES_SERVICE_PORT:-443}/apis/mcptasks.io/v1alpha1"
+  url="$url/namespaces/$(cat "$sa/namespace")/mcptools/$self"
+  description="Changes the tool list: each call rewrites this description (last: ${MCP_TASK_ID:-})."
+  out=$(curl -sS --max-time 10 --cacert "$sa/ca.crt" -H "Authorization: Bearer $(cat "$sa/token")" \
+    -H 'Content-Type: application/merge-patch+json' -X PATCH -w '\n%{http_code}' \
+    --data "{\"spec\":{\"description\":\"$description\"}}" "$url" 2>&1)
+  if [ "$(printf '%s' "$out" | tail -n 1)" != 200 ]; then
+    echo "test_trigger_tool_change: cannot patch McpTool $self: $(printf '%s' "$out" | tr '\n' ' ')"
+    exit 1
+  fi
+  echo "test_trigger_tool_change: patched the description of McpTool $self"
+  text "The tool list changed."
+}
+
 case $tool in
-greet | slow_compute | failing_job | protocol_error_job | confirm_delete | multi_input | test_tool_with_task)
+greet | slow_compute | failing_job | protocol_error_job | confirm_delete | multi_input | \
+  test_tool_with_task | test_image_content | test_audio_content | test_embedded_resource | \
+  test_multiple_content_types | test_error_handling | test_logging_tool | \
+  test_input_required_result_elicitation | test_custom_headers | test_trigger_tool_change)
   "$tool"
   ;;
+test_simple_text | test_streaming_elicitation | json_schema_2020_12_tool)
+  simple_text
+  ;;
 *)
-  echo "conformance-tools: unknown tool '$tool' (MCP_TOOL_NAME); expected greet, slow_compute," \
-    "failing_job, protocol_error_job, confirm_delete, multi_input or test_tool_with_task"
+  echo "conformance-tools: unknown tool '$tool' (MCP_TOOL_NAME); expected one of the tools" \
+    "listed at the top of $0"
   exit 2
   ;;
 esac

@@ -190,7 +190,14 @@ fn unauthorized(state: &AppState, error: Option<&str>) -> Response {
         challenge.push(' ');
         challenge.push_str(&params.join(", "));
     }
-    let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
+    // Say what failed in the body too, for people reading it with curl; the challenge is what
+    // clients act on.
+    let text = if error.is_some() {
+        "Unauthorized: the bearer token is not valid (unknown, expired or for another audience)"
+    } else {
+        "Unauthorized: send a bearer token (Authorization: Bearer <token>)"
+    };
+    let mut response = (StatusCode::UNAUTHORIZED, text).into_response();
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response
             .headers_mut()

@@ -1,6 +1,7 @@
 //! The conformance suite's fixture tools (protocol reference B18) without the operator: their
-//! `McpTool`s applied and marked Ready, and the script the stand-in status writer plays for
-//! them, as `examples/conformance/conformance-tools.sh` behaves under the real operator.
+//! `McpTool`s (`examples/conformance/`) applied and marked Ready, and the script the stand-in
+//! status writer plays for them, as `examples/conformance/conformance-tools.sh` behaves under
+//! the real operator.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -45,18 +46,31 @@ pub async fn mark_tools_ready(client: &Client, ns: &str) {
     }
 }
 
-/// Server-side applies every `McpTool` in the YAML file `path` (relative to the repository
-/// root) into `ns`.
-pub async fn apply_tools(client: &Client, ns: &str, path: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The tasks scenarios' fixture tools, relative to the repository root.
+pub const FIXTURE_MANIFEST: &str = "examples/conformance/mcptools.yaml";
+
+/// The core scenarios' fixture tools ([`CORE_FIXTURE_TOOLS`], plus the RBAC objects of
+/// `test_trigger_tool_change`), relative to the repository root.
+pub const CORE_FIXTURE_MANIFEST: &str = "examples/conformance/core-mcptools.yaml";
+
+/// The absolute path of `path`, given relative to the repository root.
+pub fn repo_file(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
-        .join(path);
+        .join(path)
+}
+
+/// Server-side applies every `McpTool` in the YAML file `path` (relative to the repository
+/// root) into `ns`. Documents of other kinds (the RBAC objects a tool's pods need) are left
+/// out: without the operator no pod runs.
+pub async fn apply_tools(client: &Client, ns: &str, path: &str) {
+    let path = repo_file(path);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let api: Api<McpTool> = Api::namespaced(client.clone(), ns);
     for document in serde_yaml::Deserializer::from_str(&text) {
         let value = <Value as serde::Deserialize>::deserialize(document).expect("valid YAML");
-        if value.is_null() {
+        if value.is_null() || value["kind"] != "McpTool" {
             continue;
         }
         apply_tool(&api, value).await;
@@ -218,8 +232,9 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z
 /// A WAV file holding one silent 8 kHz sample.
 const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQIAAACAgA==";
 
-/// What the core fixture tools' containers would print as their result: each one finishes at
-/// once with the `CallToolResult` the suite's scenario names.
+/// What the core fixture tools' containers print as their result
+/// (`examples/conformance/conformance-tools.sh`): each one finishes at once with the
+/// `CallToolResult` the suite's scenario names.
 fn core_fixture_step(task: &McpTask, cancel: bool) -> Step {
     if cancel {
         return Step::cancelled();
@@ -300,82 +315,11 @@ pub const CORE_FIXTURE_TOOLS: [&str; 12] = [
     "test_trigger_tool_change",
 ];
 
-/// The suite's JSON Schema 2020-12 fixture schema (scenario `json-schema-2020-12`).
-fn json_schema_2020_12() -> Value {
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "$defs": { "address": {
-            "$anchor": "addressDef",
-            "type": "object",
-            "properties": { "street": { "type": "string" }, "city": { "type": "string" } },
-        }},
-        "properties": {
-            "name": { "type": "string" },
-            "address": { "$ref": "#/$defs/address" },
-            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
-            "phone": { "type": "string" },
-            "email": { "type": "string" },
-        },
-        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
-        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
-        "then": { "required": ["phone"] },
-        "else": { "required": ["email"] },
-        "additionalProperties": false,
-    })
-}
-
-/// One `McpTool` of the core fixtures: synchronous only, no arguments unless `input_schema`
-/// says otherwise, the same (never started) container as the tasks fixtures.
-fn core_fixture_tool(name: &str, input_schema: Value, start_inputs: Option<Value>) -> Value {
-    let mut spec = json!({
-        "name": name,
-        "description": format!("Conformance suite fixture {name}"),
-        "inputSchema": input_schema,
-        "taskSupport": "forbidden",
-        "syncTimeoutSeconds": 30,
-        "ttlMs": 600_000,
-        "template": { "spec": {
-            "restartPolicy": "Never",
-            "containers": [{ "name": "tool", "image": "localhost/conformance-tools:v1" }],
-        }},
-    });
-    if let Some(start_inputs) = start_inputs {
-        spec["startInputs"] = start_inputs;
-    }
-    json!({
-        "metadata": {
-            "name": format!("conformance-{}", name.replace('_', "-")),
-            "labels": { "app.kubernetes.io/component": "conformance-core-fixture" },
-        },
-        "spec": spec,
-    })
-}
-
-/// Applies the core fixture tools ([`CORE_FIXTURE_TOOLS`]) to `ns` and marks every tool there
-/// Ready; [`fixture_script`] plays them.
+/// Applies the core fixture tools ([`CORE_FIXTURE_MANIFEST`], the same `McpTool`s the
+/// end-to-end test runs as real Jobs) to `ns` and marks every tool there Ready;
+/// [`fixture_script`] plays them.
 pub async fn apply_core_fixture_tools(client: &Client, ns: &str) {
-    let api: Api<McpTool> = Api::namespaced(client.clone(), ns);
-    let empty = json!({ "type": "object" });
-    let name_question = json!({ "user_name": elicitation("What is your name?", "name", "string") });
-    for name in CORE_FIXTURE_TOOLS {
-        let tool = match name {
-            "json_schema_2020_12_tool" => core_fixture_tool(name, json_schema_2020_12(), None),
-            "test_custom_headers" => core_fixture_tool(
-                name,
-                json!({
-                    "type": "object",
-                    "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
-                }),
-                None,
-            ),
-            "test_input_required_result_elicitation" | "test_streaming_elicitation" => {
-                core_fixture_tool(name, empty.clone(), Some(name_question.clone()))
-            }
-            _ => core_fixture_tool(name, empty.clone(), None),
-        };
-        apply_tool(&api, tool).await;
-    }
+    apply_tools(client, ns, CORE_FIXTURE_MANIFEST).await;
     mark_tools_ready(client, ns).await;
 }
 
@@ -384,7 +328,7 @@ pub async fn apply_core_fixture_tools(client: &Client, ns: &str) {
 /// [`fixture_script`]. Keep the returned writer alive for the test.
 pub async fn serve_fixtures(client: &Client, ns: &str) -> StatusWriter {
     crate::ensure_crds(client).await;
-    apply_tools(client, ns, "examples/conformance/mcptools.yaml").await;
+    apply_tools(client, ns, FIXTURE_MANIFEST).await;
     mark_tools_ready(client, ns).await;
     StatusWriter::start(client.clone(), ns, fixture_script())
 }
@@ -400,8 +344,8 @@ pub const FIXTURE_TOOLS: [&str; 7] = [
     "test_tool_with_task",
 ];
 
-/// Plays the side effect of `test_trigger_tool_change`, as a tool whose container registers
-/// tools would: for every new call, its own `McpTool`'s description is rewritten (and the tool
+/// Plays the side effect of `test_trigger_tool_change`, whose container (under the operator)
+/// patches its own `McpTool`: for every new call, that description is rewritten (and the tool
 /// marked Ready again), so `tools/list` changes. Stops when dropped.
 pub struct ToolChangeTrigger(tokio::task::JoinHandle<()>);
 

@@ -3,7 +3,10 @@
 //! real operator, and real clients reaching the front end through its Service (a NodePort on
 //! the bridge address, as `make up` does), so every task is a real Job:
 //!
-//! 1. the official conformance suite's tasks scenarios (all but the one the suite skips);
+//! 1. the official conformance suite's whole 2026-07-28 run: its tasks scenarios (all must
+//!    pass but the one the suite skips) and its core scenarios against the core fixture tools
+//!    of `examples/conformance/core-mcptools.yaml`, each failure explained in
+//!    docs/CONFORMANCE.md; `test_trigger_tool_change` patches its own McpTool from its pod;
 //! 2. the TypeScript (ext-tasks) and Python SDK clients' poll, input, listen and cancel flows;
 //! 3. the restock report through `examples/clients/restock_report.py`.
 //!
@@ -17,91 +20,19 @@ use mcp_task_operator_tests::clients::{
     assert_python_flows, assert_typescript_flows, run_python_flows, run_restock_report,
     run_typescript_flows,
 };
-use mcp_task_operator_tests::conformance::run_tasks_scenarios;
-use mcp_task_operator_tests::fixture_tools::FIXTURE_TOOLS;
+use mcp_task_operator_tests::conformance::{
+    EXPLAINED, EXPLAINED_WITH_REAL_JOBS, assert_suite_passes_or_is_explained, run_suite,
+    tasks_scenario_failures,
+};
+use mcp_task_operator_tests::fixture_tools::{
+    CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
+};
 use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::{chart_dir, ensure_crds, helm, kubectl, with_temp_ns};
-use rand::Rng;
+use mcp_task_operator_tests::stack::{NODE_IP, Relay, Release, install, output_text};
+use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
 use serde_json::{Value, json};
 
 const RELEASE: &str = "e2e";
-/// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
-const NODE_IP: &str = "10.244.0.1";
-
-/// Uninstalls the release when the test ends. On a panic it leaves the release for
-/// `with_temp_ns` to dump (pods, logs, Events) and then delete with the namespace: everything
-/// this release creates, its Helm record included, lives in the namespace.
-struct Release(String);
-
-impl Drop for Release {
-    fn drop(&mut self) {
-        if !std::thread::panicking() && std::env::var_os("MTO_KEEP_NS").is_none() {
-            let _ = helm(&["uninstall", RELEASE, "-n", &self.0, "--ignore-not-found"]);
-        }
-    }
-}
-
-fn output_text(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// Installs the chart into `ns` with the front end on a random free NodePort (another test or
-/// `make up` may hold one: a conflict is retried with another port). Returns the port.
-fn install(ns: &str) -> u16 {
-    let chart = chart_dir();
-    let chart = chart.to_str().expect("UTF-8 path");
-    for _ in 0..10 {
-        let port: u16 = rand::rng().random_range(30100..=32700);
-        let node_port = format!("frontend.service.nodePort={port}");
-        let hosts = format!("frontend.config.allowedHosts={{{NODE_IP}}}");
-        let sets = [
-            "rbac.scope=namespace",
-            "operator.image.tag=dev",
-            "frontend.image.tag=dev",
-            "operator.replicaCount=2",
-            "frontend.replicaCount=2",
-            "frontend.auth.mode=none",
-            "frontend.auth.allowUnauthenticated=true",
-            "frontend.service.type=NodePort",
-            &node_port,
-            &hosts,
-        ];
-        let mut args = vec![
-            "upgrade",
-            "--install",
-            RELEASE,
-            chart,
-            "-n",
-            ns,
-            "--wait",
-            "--timeout",
-            "5m",
-        ];
-        for set in &sets {
-            args.extend(["--set", set]);
-        }
-        let out = helm(&args);
-        if out.status.success() {
-            return port;
-        }
-        let text = output_text(&out);
-        if text.contains("already allocated") {
-            eprintln!("node port {port} is taken, trying another");
-            let _ = helm(&[
-                "uninstall",
-                RELEASE,
-                "-n",
-                ns,
-                "--ignore-not-found",
-                "--wait",
-            ]);
-            continue;
-        }
-        panic!("helm install failed:\n{text}");
-    }
-    panic!("no free node port found in 10 tries");
-}
-
 fn kubectl_ok(args: &[&str]) -> String {
     let out = kubectl(args);
     assert!(
@@ -195,25 +126,35 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
     with_temp_ns("e2e-stack", |client, ns| async move {
         let begun = Instant::now();
         ensure_crds(&client).await;
-        let _release = Release(ns.clone());
-        let port = install(&ns);
+        let _release = Release::new(&ns, RELEASE);
+        let port = install(
+            &ns,
+            RELEASE,
+            &[
+                "rbac.scope=namespace",
+                "operator.replicaCount=2",
+                "frontend.replicaCount=2",
+                "frontend.auth.mode=none",
+                "frontend.auth.allowUnauthenticated=true",
+            ],
+        );
         eprintln!(
             "chart installed and rolled out in {:.1} s",
             begun.elapsed().as_secs_f64()
         );
 
-        let examples = chart_dir().join("../../examples");
-        let conformance = examples.join("conformance/mcptools.yaml");
-        let restock = examples.join("restock-report/mcptool.yaml");
-        kubectl_ok(&[
-            "apply",
-            "-n",
-            &ns,
-            "-f",
-            conformance.to_str().expect("UTF-8 path"),
-            "-f",
-            restock.to_str().expect("UTF-8 path"),
-        ]);
+        // Every tool at once: the core fixtures change nothing the tasks scenarios see.
+        let manifests = [
+            FIXTURE_MANIFEST,
+            CORE_FIXTURE_MANIFEST,
+            "examples/restock-report/mcptool.yaml",
+        ]
+        .map(repo_file);
+        let mut apply = vec!["apply", "-n", &ns];
+        for manifest in &manifests {
+            apply.extend(["-f", manifest.to_str().expect("UTF-8 path")]);
+        }
+        kubectl_ok(&apply);
         // Ready is the real operator's verdict on each tool.
         kubectl_ok(&[
             "wait",
@@ -228,20 +169,34 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         let url = format!("http://{NODE_IP}:{port}/mcp");
         let mcp = Mcp::new(&url);
         let mut tools = FIXTURE_TOOLS.to_vec();
+        tools.extend(CORE_FIXTURE_TOOLS);
         tools.push("restock_report");
         mcp.wait_for_tools(&tools).await;
         measure(&mcp).await;
 
-        // 1. The suite's tasks scenarios, one after the other.
+        // 1. The suite, through a localhost relay to the NodePort: its DNS-rebinding scenario
+        // runs only against a localhost URL. One run holds the tasks scenarios too.
+        let relay = Relay::start(&format!("{NODE_IP}:{port}")).await;
+        let local_url = format!("http://127.0.0.1:{}/mcp", relay.port);
         let out = std::env::temp_dir().join(format!("mto-e2e-conformance-{ns}"));
         let started = Instant::now();
-        let failures = run_tasks_scenarios(&url, &out).await;
+        let checks = run_suite(&local_url, &["--requirements", "2026-07-28"], &out).await;
         let _ = std::fs::remove_dir_all(&out);
         eprintln!(
-            "conformance tasks scenarios took {:.1} s",
+            "conformance 2026-07-28 run (tasks and core scenarios) took {:.1} s",
             started.elapsed().as_secs_f64()
         );
-        assert!(failures.is_empty(), "conformance failures: {failures:#?}");
+        let failures = tasks_scenario_failures(&checks);
+        assert!(
+            failures.is_empty(),
+            "tasks scenario failures: {failures:#?}"
+        );
+        assert_suite_passes_or_is_explained(
+            &checks,
+            &[EXPLAINED, EXPLAINED_WITH_REAL_JOBS].concat(),
+        );
+        assert_tool_changed_itself(&ns, &mcp).await;
+        drop(relay);
 
         // 2. and 3. The clients and the restock report, at the same time.
         let started = Instant::now();
@@ -261,6 +216,70 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         eprintln!("whole test took {:.1} s", begun.elapsed().as_secs_f64());
     })
     .await;
+}
+
+/// `test_trigger_tool_change`, called by the suite, rewrote its own McpTool from its pod (with
+/// its ServiceAccount's token): the description names one of its tasks, and `tools/list`
+/// serves the new description once the operator has validated the new generation.
+async fn assert_tool_changed_itself(ns: &str, mcp: &Mcp) {
+    let name = "conformance-test-trigger-tool-change";
+    let description = kubectl_ok(&[
+        "get",
+        "mcptool",
+        name,
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.description}",
+    ]);
+    let task = description
+        .split("(last: ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(")."))
+        .unwrap_or_else(|| panic!("{name} was not changed by its pod: {description:?}"));
+    let tool = kubectl_ok(&[
+        "get",
+        "mcptask",
+        task,
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.tool}",
+    ]);
+    assert_eq!(tool, "test_trigger_tool_change", "{description}");
+    // Its token may patch that McpTool and nothing else.
+    let sa = format!("system:serviceaccount:{ns}:conformance-trigger-tool-change");
+    for (verb, object, allowed) in [
+        ("patch", format!("mcptools/{name}"), "yes"),
+        ("patch", "mcptools/conformance-greet".to_owned(), "no"),
+        ("list", "mcptools".to_owned(), "no"),
+        ("create", "mcptasks".to_owned(), "no"),
+    ] {
+        let out = kubectl(&["auth", "can-i", verb, &object, "-n", ns, "--as", &sa]);
+        let answer = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(answer.trim(), allowed, "can {sa} {verb} {object}?");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = mcp.request("tools/list", json!({}), false).await;
+        let listed = reply.result()["tools"]
+            .as_array()
+            .and_then(|tools| {
+                tools
+                    .iter()
+                    .find(|t| t["name"] == "test_trigger_tool_change")
+            })
+            .map(|t| t["description"].clone());
+        if listed.as_ref().and_then(Value::as_str) == Some(description.as_str()) {
+            eprintln!("test_trigger_tool_change's pod changed its McpTool: {description}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tools/list never served {description:?}; it has {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Every front-end replica answered requests through the Service (kube-proxy spreads the

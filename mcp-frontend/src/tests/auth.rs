@@ -48,6 +48,22 @@ async fn requests_without_a_valid_token_get_401_with_a_metadata_challenge() {
         challenge.contains(r#"error="invalid_token""#),
         "{challenge}"
     );
+    // The body says what failed: no token, or a token that is not valid.
+    for (token, says) in [
+        (None, "send a bearer token"),
+        (Some("wrong"), "the bearer token is not valid"),
+    ] {
+        let response = call_as(&state, token, body.clone()).await;
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            text.starts_with("Unauthorized: ") && text.contains(says),
+            "{text}"
+        );
+    }
     assert_eq!(
         call_as(&state, Some("tok-alice"), body).await.status(),
         StatusCode::OK

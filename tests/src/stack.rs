@@ -1,0 +1,177 @@
+//! The Helm-installed stack for end-to-end tests: `helm upgrade --install` of the chart with our
+//! `dev` images and the front end on a NodePort of the node's bridge address (as `make up`
+//! does), and a guard that removes the release, its cluster-wide objects included.
+
+use rand::Rng;
+
+use crate::{chart_dir, helm, kubectl};
+
+/// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
+pub const NODE_IP: &str = "10.244.0.1";
+
+/// Stdout then stderr of a finished command, for failure messages.
+pub fn output_text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Installs the chart as `release` into `ns` with the `dev` images, the front end Service a
+/// NodePort on a random free port that accepts [`NODE_IP`] as `Host`, without the CRDs
+/// (`crds.install=false`: tests share the cluster's CRDs, which `ensure_crds` applies, and only
+/// one release may own them), and `sets` (`--set` values, which win over these). Waits (`--wait`, 5 min) until every Deployment is
+/// available. Another test or `make up` may hold a port: a conflict is retried with another.
+/// Returns the node port.
+pub fn install(ns: &str, release: &str, sets: &[&str]) -> u16 {
+    let chart = chart_dir();
+    let chart = chart.to_str().expect("UTF-8 path");
+    for _ in 0..10 {
+        let port: u16 = rand::rng().random_range(30100..=32700);
+        let node_port = format!("frontend.service.nodePort={port}");
+        let hosts = format!("frontend.config.allowedHosts={{{NODE_IP}}}");
+        let base = [
+            "crds.install=false",
+            "operator.image.tag=dev",
+            "frontend.image.tag=dev",
+            "frontend.service.type=NodePort",
+            &node_port,
+            &hosts,
+        ];
+        let mut args = vec![
+            "upgrade",
+            "--install",
+            release,
+            chart,
+            "-n",
+            ns,
+            "--wait",
+            "--timeout",
+            "5m",
+        ];
+        for set in base.iter().chain(sets) {
+            args.extend(["--set", set]);
+        }
+        let out = helm(&args);
+        if out.status.success() {
+            return port;
+        }
+        let text = output_text(&out);
+        if text.contains("already allocated") {
+            eprintln!("node port {port} is taken, trying another");
+            let _ = helm(&[
+                "uninstall",
+                release,
+                "-n",
+                ns,
+                "--ignore-not-found",
+                "--wait",
+            ]);
+            continue;
+        }
+        panic!("helm install of {release} into {ns} failed:\n{text}");
+    }
+    panic!("no free node port found in 10 tries");
+}
+
+/// A release installed by a test; dropping it removes the release.
+///
+/// On a panic the namespaced objects stay for `with_temp_ns` to dump (pods, logs, Events) and
+/// then delete with the namespace, but the cluster-wide ones (ClusterRoles and their bindings,
+/// whose names start with the release namespace) are deleted either way: no namespace takes
+/// them along.
+pub struct Release {
+    /// The release namespace.
+    pub ns: String,
+    /// The release name.
+    pub name: String,
+}
+
+impl Release {
+    /// A guard for `name` in `ns` (create it before installing, so a failed install is
+    /// cleaned up too).
+    pub fn new(ns: &str, name: &str) -> Self {
+        Self {
+            ns: ns.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Names (`kind/name`) of this release's ClusterRoles and ClusterRoleBindings.
+    pub fn cluster_objects(&self) -> Vec<String> {
+        let selector = format!("app.kubernetes.io/instance={}", self.name);
+        let out = kubectl(&[
+            "get",
+            "clusterroles,clusterrolebindings",
+            "-l",
+            &selector,
+            "-o",
+            "name",
+        ]);
+        let prefix = format!("/{}-", self.ns);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(&prefix))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if std::env::var_os("MTO_KEEP_NS").is_some() {
+            return;
+        }
+        if !std::thread::panicking() {
+            let _ = helm(&[
+                "uninstall",
+                &self.name,
+                "-n",
+                &self.ns,
+                "--ignore-not-found",
+            ]);
+        }
+        for object in self.cluster_objects() {
+            let _ = kubectl(&["delete", &object, "--ignore-not-found"]);
+        }
+    }
+}
+
+/// A TCP relay from a free port on 127.0.0.1 to `target`, for clients that must talk to a
+/// localhost URL (the conformance suite's DNS-rebinding scenario) while the requests still go
+/// through the Service. Each connection is copied both ways until either side closes; the
+/// relay stops accepting when dropped.
+pub struct Relay {
+    /// The local port.
+    pub port: u16,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    /// Starts relaying 127.0.0.1:<port> to `target` (`host:port`).
+    pub async fn start(target: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the relay on 127.0.0.1");
+        let port = listener.local_addr().expect("relay address").port();
+        let target = target.to_owned();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    match tokio::net::TcpStream::connect(&target).await {
+                        Ok(mut outbound) => {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                        Err(e) => eprintln!("relay cannot reach {target}: {e}"),
+                    }
+                });
+            }
+        });
+        Self { port, accept }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}

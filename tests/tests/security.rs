@@ -1,0 +1,618 @@
+//! Security checks on the real cluster (issue 8, item 5), most through the Helm-installed stack:
+//!
+//! 1. static-token callers reach only their own tasks through the front end Service, and a
+//!    missing or wrong token gets 401;
+//! 2. the chart's TokenReview mode accepts only tokens for the configured audience;
+//! 3. the chart's ServiceAccounts, in both RBAC scopes, hold exactly the rules the code needs;
+//! 4. tool pods get no API token unless their tool's template asks for one;
+//! 5. every pod of ours (operator, front end, example tools) runs at the "restricted" Pod
+//!    Security level.
+
+use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_tests::chart_access::check_release_access;
+use mcp_task_operator_tests::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
+use mcp_task_operator_tests::operator::{
+    Operator, answer, apply_example_tools, create_task, create_tool, ensure_example_images,
+    failure_reason, result_is_error, result_text, shell_tool, wait_status, wait_terminal,
+};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, install, output_text};
+use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
+use rand::Rng;
+use serde_json::json;
+
+const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
+const RESTOCK_TOOL: &str = "examples/restock-report/mcptool.yaml";
+const WRAP_CLI_TOOL: &str = "examples/wrap-cli/mcptool.yaml";
+/// Where the kubelet mounts a ServiceAccount token.
+const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// Runs kubectl and panics when it fails; returns stdout.
+fn kubectl_ok(args: &[&str]) -> String {
+    let out = kubectl(args);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{}",
+        output_text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A random bearer token.
+fn random_token() -> String {
+    (0..32)
+        .map(|_| char::from(b'a' + rand::rng().random_range(0..26u8)))
+        .collect()
+}
+
+/// The front end's `/mcp` on the node port.
+fn mcp_url(port: u16) -> String {
+    format!("http://{NODE_IP}:{port}/mcp")
+}
+
+/// Applies the example tools in `paths` to `ns` and waits until the operator calls each Ready.
+async fn apply_examples(client: &Client, ns: &str, paths: &[&str]) {
+    for path in paths {
+        apply_example_tools(client, ns, path).await;
+    }
+    kubectl_ok(&[
+        "wait",
+        "-n",
+        ns,
+        "--for=condition=Ready",
+        "mcptool",
+        "--all",
+        "--timeout=120s",
+    ]);
+}
+
+/// Asserts `reply` is a 401 whose `WWW-Authenticate` is a Bearer challenge with `error`.
+fn assert_unauthorized(reply: &mcp_task_operator_tests::mcp_client::Reply, error: Option<&str>) {
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    let challenge = reply.challenge.as_deref().unwrap_or_default();
+    assert!(challenge.starts_with("Bearer"), "challenge: {challenge:?}");
+    let says = match error {
+        Some(error) => {
+            assert!(
+                challenge.contains(&format!("error=\"{error}\"")),
+                "challenge: {challenge}"
+            );
+            "the bearer token is not valid"
+        }
+        None => {
+            assert!(!challenge.contains("error="), "challenge: {challenge}");
+            "send a bearer token"
+        }
+    };
+    // No JSON-RPC answer, and a body that says what failed.
+    let body = reply.body.as_str().unwrap_or_default();
+    assert!(body.contains(says), "401 body: {}", reply.body);
+}
+
+#[tokio::test]
+async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_chart() {
+    with_temp_ns("sec-static", |client, ns| async move {
+        ensure_crds(&client).await;
+        let (alice_token, bob_token) = (random_token(), random_token());
+        let mut secret = Secret::default();
+        secret.metadata.name = Some("mcp-tokens".to_owned());
+        secret.string_data = Some(
+            [(
+                "tokens.csv".to_owned(),
+                format!("{alice_token},alice\n{bob_token},bob\n"),
+            )]
+            .into(),
+        );
+        Api::<Secret>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("create the token Secret");
+        let release = Release::new(&ns, "sec");
+        let port = install(
+            &ns,
+            "sec",
+            &[
+                "rbac.scope=namespace",
+                "operator.replicaCount=1",
+                "frontend.replicaCount=1",
+                "frontend.auth.mode=static",
+                "frontend.auth.static.existingSecret=mcp-tokens",
+            ],
+        );
+        // Static tokens need no TokenReview: this release creates nothing cluster-wide.
+        assert_eq!(release.cluster_objects(), Vec::<String>::new());
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
+        let url = mcp_url(port);
+        let alice = Mcp::new(&url).with_token(&alice_token);
+        let bob = Mcp::new(&url).with_token(&bob_token);
+        alice
+            .wait_for_tools(&["confirm_delete", "slow_compute"])
+            .await;
+
+        // No token, an unknown token and another scheme are refused before any MCP handling.
+        let anonymous = Mcp::new(&url);
+        let tools_list = json!({});
+        let none = anonymous
+            .request("tools/list", tools_list.clone(), false)
+            .await;
+        assert_unauthorized(&none, None);
+        let wrong = anonymous
+            .clone()
+            .with_token(&random_token())
+            .request("tools/list", tools_list.clone(), false)
+            .await;
+        assert_unauthorized(&wrong, Some("invalid_token"));
+        let basic = anonymous
+            .send(
+                &[("authorization", format!("Basic {alice_token}"))],
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            )
+            .await;
+        assert_unauthorized(&basic, None);
+
+        // Alice's task belongs to her; Bob cannot tell it from an unknown one nor touch it.
+        let id = alice
+            .start_task("confirm_delete", json!({ "filename": "a.txt" }))
+            .await;
+        alice.wait_status(&id, "input_required").await;
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        assert_eq!(tasks.get(&id).await.expect("task").spec.owner, "alice");
+        assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
+        // Bob's listen for her task is acknowledged exactly like one for an unknown ID.
+        let unknown = mcp_task_operator_crds::task_id::generate();
+        let foreign_ack = bob.listen("l", &[&id]).await.next().await;
+        let unknown_ack = bob.listen("l", &[&unknown]).await.next().await;
+        assert_eq!(foreign_ack, unknown_ack);
+
+        // Alice can do all of it: listen, update, get, cancel.
+        let mut listen = alice.listen("alice", &[&id]).await;
+        let ack = listen.next().await;
+        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+        let confirm =
+            json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } });
+        let ack = alice.update_task(&id, confirm).await;
+        assert_eq!(ack.result()["resultType"], "complete", "{}", ack.body);
+        listen.wait_status(&id, "completed").await;
+        let got = alice.get_task(&id).await;
+        assert_eq!(got.result()["status"], "completed");
+        assert_eq!(
+            got.result()["result"]["content"][0]["text"],
+            "Deleted a.txt"
+        );
+
+        let slow = alice
+            .start_task("slow_compute", json!({ "seconds": 600, "label": "s" }))
+            .await;
+        alice.wait_status(&slow, "working").await;
+        let refused = bob.cancel_task(&slow).await;
+        assert_eq!(refused.error_code(), Some(-32602), "{}", refused.body);
+        assert!(!tasks.get(&slow).await.expect("task").is_cancel_requested());
+        let cancel = alice.cancel_task(&slow).await;
+        cancel.result();
+        alice.wait_status(&slow, "cancelled").await;
+
+        // Bob's own task is his, and Alice cannot see it.
+        let own = bob
+            .start_task("slow_compute", json!({ "seconds": 0, "label": "b" }))
+            .await;
+        bob.wait_status(&own, "completed").await;
+        assert_eq!(tasks.get(&own).await.expect("task").spec.owner, "bob");
+        let hidden = alice.get_task(&own).await;
+        let nobody = alice.get_task(&unknown).await;
+        assert_eq!(hidden.body["error"], nobody.body["error"]);
+        // A listen naming both callers' tasks accepts only the listener's own.
+        let mut mixed = bob.listen("mixed", &[&own, &id]).await;
+        let ack = mixed.next().await;
+        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([own]));
+    })
+    .await;
+}
+
+/// A TokenRequest-minted token for ServiceAccount `name` of `ns` (`audience` `None`: the API
+/// server's own).
+fn service_account_token(ns: &str, name: &str, audience: Option<&str>) -> String {
+    let mut args = vec!["create", "token", name, "-n", ns, "--duration", "10m"];
+    if let Some(audience) = audience {
+        args.extend(["--audience", audience]);
+    }
+    kubectl_ok(&args).trim().to_owned()
+}
+
+#[tokio::test]
+async fn chart_tokenreview_mode_accepts_only_tokens_for_its_audience() {
+    const AUDIENCE: &str = "mcp-task-operator-security";
+    with_temp_ns("sec-tokenreview", |client, ns| async move {
+        ensure_crds(&client).await;
+        let mut account = ServiceAccount::default();
+        account.metadata.name = Some("caller".to_owned());
+        Api::<ServiceAccount>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &account)
+            .await
+            .expect("create ServiceAccount caller");
+        let release = Release::new(&ns, "sec");
+        let audiences = format!("frontend.auth.tokenReview.audiences={{{AUDIENCE}}}");
+        let port = install(
+            &ns,
+            "sec",
+            &[
+                "rbac.scope=namespace",
+                "operator.replicaCount=1",
+                "frontend.replicaCount=1",
+                "frontend.auth.mode=tokenreview",
+                &audiences,
+            ],
+        );
+        // The one cluster-wide grant: create on tokenreviews, named after the namespace.
+        assert_eq!(
+            release.cluster_objects().len(),
+            2,
+            "{:?}",
+            release.cluster_objects()
+        );
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
+        let url = mcp_url(port);
+        let right =
+            Mcp::new(&url).with_token(&service_account_token(&ns, "caller", Some(AUDIENCE)));
+        right.wait_for_tools(&["slow_compute"]).await;
+
+        let tools_list = json!({});
+        for (token, what) in [
+            (
+                service_account_token(&ns, "caller", Some("wrong")),
+                "wrong audience",
+            ),
+            (
+                service_account_token(&ns, "caller", None),
+                "the API server's audience",
+            ),
+            (random_token(), "garbage"),
+        ] {
+            let reply = Mcp::new(&url)
+                .with_token(&token)
+                .request("tools/list", tools_list.clone(), false)
+                .await;
+            assert_eq!(reply.status, 401, "{what}: {}", reply.body);
+            assert_unauthorized(&reply, Some("invalid_token"));
+        }
+
+        let id = right
+            .start_task("slow_compute", json!({ "seconds": 0, "label": "sa" }))
+            .await;
+        right.wait_status(&id, "completed").await;
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        assert_eq!(
+            tasks.get(&id).await.expect("task").spec.owner,
+            format!("system:serviceaccount:{ns}:caller")
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn chart_service_accounts_hold_exactly_the_access_the_code_needs_in_both_scopes() {
+    with_temp_ns("sec-rbac", |client, ns| async move {
+        ensure_crds(&client).await;
+        // No pods: a cluster-scoped operator would reconcile every namespace's tasks.
+        let no_pods = ["operator.replicaCount=0", "frontend.replicaCount=0"];
+        let mut failures = Vec::new();
+        for (release, scope) in [("mxns", "namespace"), ("mxcl", "cluster")] {
+            let guard = Release::new(&ns, release);
+            let scope_set = format!("rbac.scope={scope}");
+            let mut sets = vec![scope_set.as_str()];
+            sets.extend(no_pods);
+            install(&ns, release, &sets);
+            let (mut found, checks) =
+                check_release_access(&client, &ns, release, scope == "cluster").await;
+            eprintln!(
+                "rbac.scope={scope}: {checks} access checks, {} failed",
+                found.len()
+            );
+            failures.append(&mut found);
+            drop(guard);
+            assert!(
+                Release::new(&ns, release).cluster_objects().is_empty(),
+                "{release} left cluster-wide objects"
+            );
+        }
+        assert!(
+            failures.is_empty(),
+            "access matrix:\n{}",
+            failures.join("\n")
+        );
+    })
+    .await;
+}
+
+/// The tool pod of task `id`.
+async fn task_pod(client: &Client, ns: &str, id: &str) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("mcptasks.io/task={id}")))
+        .await
+        .expect("list the task's pods");
+    assert_eq!(list.items.len(), 1, "pods of task {id}: {:?}", list.items);
+    list.items.into_iter().next().expect("one pod")
+}
+
+/// Whether `pod` has a ServiceAccount token volume mounted into any container.
+fn mounts_api_token(pod: &Pod) -> bool {
+    let spec = pod.spec.as_ref().expect("pod spec");
+    let token_volumes: Vec<&str> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.projected.as_ref().is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .flatten()
+                    .any(|s| s.service_account_token.is_some())
+            })
+        })
+        .map(|v| v.name.as_str())
+        .collect();
+    spec.containers.iter().any(|c| {
+        c.volume_mounts.iter().flatten().any(|m| {
+            token_volumes.contains(&m.name.as_str())
+                || m.mount_path.starts_with("/var/run/secrets/kubernetes.io")
+        })
+    })
+}
+
+#[tokio::test]
+async fn tool_pods_get_an_api_token_only_when_their_tool_asks_for_one() {
+    with_temp_ns("sec-token", |client, ns| async move {
+        ensure_crds(&client).await;
+        ensure_example_images();
+        let _operator = Operator::start_leader(&ns).await;
+        // A ServiceAccount that would mount a token by default (automount unset).
+        let mut account = ServiceAccount::default();
+        account.metadata.name = Some("tool-identity".to_owned());
+        Api::<ServiceAccount>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &account)
+            .await
+            .expect("create ServiceAccount tool-identity");
+        let script = format!(
+            "if [ -e {TOKEN_PATH} ]; then echo \"token for $(cat \
+             /var/run/secrets/kubernetes.io/serviceaccount/namespace)\"; else echo no-token; fi"
+        );
+        let asks = json!({ "template": { "spec": {
+            "serviceAccountName": "tool-identity", "automountServiceAccountToken": true } } });
+        let identity_only = json!({ "template": { "spec": {
+            "serviceAccountName": "tool-identity" } } });
+        for (name, spec) in [
+            ("plain", json!({})),
+            ("identity-only", identity_only),
+            ("asks-for-token", asks),
+        ] {
+            create_tool(&client, &ns, &shell_tool(name, &script, spec)).await;
+        }
+        kubectl_ok(&[
+            "wait",
+            "-n",
+            &ns,
+            "--for=condition=Ready",
+            "mcptool",
+            "--all",
+        ]);
+
+        for (tool, wants_token) in [
+            ("plain", false),
+            ("identity-only", false),
+            ("asks-for-token", true),
+        ] {
+            let task = create_task(&client, &ns, tool, json!({})).await;
+            let id = task.metadata.name.clone().expect("name");
+            let done = wait_terminal(&client, &ns, &id).await;
+            let text = result_text(&done);
+            let pod = task_pod(&client, &ns, &id).await;
+            let automount = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.automount_service_account_token);
+            if wants_token {
+                assert_eq!(text.trim(), format!("token for {ns}"), "{tool}");
+                assert!(mounts_api_token(&pod), "{tool}: no token volume");
+                assert_eq!(automount, Some(true), "{tool}");
+            } else {
+                assert_eq!(text.trim(), "no-token", "{tool}");
+                assert!(!mounts_api_token(&pod), "{tool}: a token volume is mounted");
+                assert_eq!(automount, Some(false), "{tool}");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
+    with_temp_ns("sec-pss", |client, ns| async move {
+        ensure_crds(&client).await;
+        ensure_example_images();
+        kubectl_ok(&[
+            "label",
+            "ns",
+            &ns,
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/warn=restricted",
+        ]);
+        // The PodSecurity admission plugin enforces the label: a privileged pod is refused.
+        let privileged: Pod = serde_json::from_value(json!({
+            "metadata": { "name": "privileged" },
+            "spec": { "containers": [{
+                "name": "c", "image": "localhost/busybox:1.35",
+                "securityContext": { "privileged": true } }] },
+        }))
+        .expect("a Pod");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let dry_run = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        match pods.create(&dry_run, &privileged).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 403, "{status:?}");
+                assert!(
+                    status
+                        .message
+                        .contains("violates PodSecurity \"restricted:"),
+                    "{status:?}"
+                );
+            }
+            other => panic!("a privileged pod was not refused: {other:?}"),
+        }
+
+        let _release = Release::new(&ns, "sec");
+        install(
+            &ns,
+            "sec",
+            &[
+                "rbac.scope=namespace",
+                "frontend.auth.mode=none",
+                "frontend.auth.allowUnauthenticated=true",
+            ],
+        );
+        // --wait returned: every operator and front end replica is available.
+        let ours = pods
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=sec"))
+            .await
+            .expect("list the release's pods");
+        assert_eq!(ours.items.len(), 4, "2 operator and 2 front end pods");
+        for pod in &ours.items {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+            assert_eq!(phase.as_deref(), Some("Running"), "{:?}", pod.metadata.name);
+        }
+
+        apply_examples(
+            &client,
+            &ns,
+            &[CONFORMANCE_TOOLS, RESTOCK_TOOL, WRAP_CLI_TOOL],
+        )
+        .await;
+        let runs = [
+            ("greet", json!({ "name": "pss" }), TaskStatus::Completed),
+            (
+                "slow_compute",
+                json!({ "seconds": 0 }),
+                TaskStatus::Completed,
+            ),
+            ("failing_job", json!({}), TaskStatus::Completed),
+            ("protocol_error_job", json!({}), TaskStatus::Failed),
+            (
+                "confirm_delete",
+                json!({ "filename": "f" }),
+                TaskStatus::Completed,
+            ),
+            (
+                "restock_report",
+                json!({ "delayMs": 0 }),
+                TaskStatus::Completed,
+            ),
+            (
+                "text_stats",
+                json!({ "text": "a b" }),
+                TaskStatus::Completed,
+            ),
+        ];
+        let mut ids = Vec::new();
+        for (tool, arguments, _) in &runs {
+            let task = create_task(&client, &ns, tool, arguments.clone()).await;
+            ids.push(task.metadata.name.clone().expect("name"));
+        }
+        let confirm = ids[4].clone();
+        wait_status(&client, &ns, &confirm, TaskStatus::InputRequired).await;
+        answer(
+            &client,
+            &ns,
+            &confirm,
+            json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } }),
+        )
+        .await;
+        for ((tool, _, want), id) in runs.iter().zip(&ids) {
+            let done = wait_terminal(&client, &ns, id).await;
+            assert_eq!(done.task_status(), *want, "{tool}: {:?}", done.status);
+            // No pod-level failure: the pod was admitted, started and ran the tool.
+            assert_eq!(failure_reason(&done), "", "{tool}: {:?}", done.status);
+            if *tool == "failing_job" {
+                assert!(result_is_error(&done), "{tool}");
+            }
+            let pod = task_pod(&client, &ns, id).await;
+            let ran = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|c| c.first())
+                .and_then(|c| c.state.as_ref())
+                // A result message settles the task while the container may still be exiting.
+                .is_some_and(|s| s.running.is_some() || s.terminated.is_some());
+            assert!(
+                ran,
+                "{tool}: the tool container did not run: {:?}",
+                pod.status
+            );
+        }
+        // Nothing was refused on the way: no FailedCreate on any Job.
+        let events = kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.items[*].reason}",
+        ]);
+        assert!(!events.contains("FailedCreate"), "{events}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_at_the_deadline() {
+    with_temp_ns("sec-refused", |client, ns| async move {
+        ensure_crds(&client).await;
+        ensure_example_images();
+        kubectl_ok(&[
+            "label",
+            "ns",
+            &ns,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ]);
+        let _operator = Operator::start_leader(&ns).await;
+        // No securityContext at all: the Job controller's pods are refused.
+        let spec = json!({ "activeDeadlineSeconds": 5 });
+        create_tool(&client, &ns, &shell_tool("unrestricted", "echo hi", spec)).await;
+        kubectl_ok(&[
+            "wait",
+            "-n",
+            &ns,
+            "--for=condition=Ready",
+            "mcptool",
+            "--all",
+        ]);
+        let task = create_task(&client, &ns, "unrestricted", json!({})).await;
+        let id = task.metadata.name.clone().expect("name");
+        let done = wait_terminal(&client, &ns, &id).await;
+        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        assert_eq!(
+            failure_reason(&done),
+            "DeadlineExceeded",
+            "{:?}",
+            done.status
+        );
+        // Why is visible on the Job: the refusal names the Pod Security level.
+        let selector = format!("involvedObject.name={id},reason=FailedCreate");
+        let events = kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            &ns,
+            "--field-selector",
+            &selector,
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        assert!(events.contains("violates PodSecurity"), "{events}");
+    })
+    .await;
+}
