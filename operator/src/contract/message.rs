@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::input::{InputRequestError, validate_input_key, validate_input_request};
 use super::lines::RawLine;
+use super::yaml_safe::{replace_refused, replace_refused_in};
 use super::{MAX_INPUT_MESSAGE_BYTES, MAX_RESULT_BYTES, MAX_STATUS_MESSAGE_CHARS};
 
 /// A well-formed contract message.
@@ -118,7 +119,8 @@ pub enum MalformedReason {
 
 /// Classifies one raw line. `max_line_bytes` is only used to report a cut line's bound.
 pub fn parse_line(line: &RawLine, max_line_bytes: usize) -> Line {
-    let text = line_text(line);
+    // Everything read here may end up in the task's status, written by server-side apply.
+    let text = replace_refused_in(line_text(line));
     let trimmed = line.bytes.trim_ascii();
     let message_like = starts_with_mcp_key(trimmed);
     if line.is_truncated() {
@@ -139,7 +141,8 @@ pub fn parse_line(line: &RawLine, max_line_bytes: usize) -> Line {
         return Line::Log(text);
     }
     match serde_json::from_slice::<Value>(trimmed) {
-        Ok(Value::Object(obj)) if obj.contains_key("mcp") => {
+        Ok(Value::Object(mut obj)) if obj.contains_key("mcp") => {
+            obj.values_mut().for_each(replace_refused);
             let kind = obj.get("mcp").and_then(Value::as_str).map(str::to_owned);
             match parse_message(obj) {
                 Ok(message) => Line::Message(message),

@@ -9,6 +9,7 @@ pub mod lines;
 pub mod message;
 pub mod output;
 pub mod progress;
+pub mod yaml_safe;
 
 pub use input::{InputRequestError, validate_input_key, validate_input_request};
 pub use lines::{LineSplitter, RawLine};
