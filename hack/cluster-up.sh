@@ -3,7 +3,8 @@
 # kube-controller-manager, kube-scheduler, containerd + runc, kubelet and kube-proxy.
 # Control-plane ports listen on loopback; the API server and kubelet also on the project's own
 # bridge ($BRIDGE, $NODE_IP), which is the pods' only network. Every PID is recorded under
-# $MTO_STATE/pids; `hack/cluster-down.sh` stops exactly those. Idempotent: a healthy cluster is
+# $MTO_STATE/pids (and its command line under cmdlines/, which `hack/cluster-ctl.sh` restarts it
+# with); `hack/cluster-down.sh` stops exactly those. Idempotent: a healthy cluster is
 # left as it is, a half-dead one is torn down and started again.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
@@ -30,11 +31,13 @@ fi
 "$HACK/build-k8s.sh"
 BASE_IMAGES=$("$HACK/images.sh" base)
 
-mkdir -p "$D"/{pids,logs,etcd,kubelet/root,pod-logs,containerd/cni-conf,containerd/ipam}
+mkdir -p "$D"/{pids,cmdlines,logs,etcd,kubelet/root,pod-logs,containerd/cni-conf,containerd/ipam}
 P=$D/pki
 K=$D/kubeconfigs
 start() { # start NAME CMD...: run in the background, log to logs/NAME.log, record the PID
   local name=$1; shift
+  # The exact command line, NUL-separated: `hack/cluster-ctl.sh` restarts the component with it.
+  printf '%s\0' "$@" >"$D/cmdlines/$name"
   nohup "$@" >"$D/logs/$name.log" 2>&1 &
   echo $! >"$D/pids/$name.pid"
 }

@@ -16,6 +16,7 @@ use kube::{Resource, ResourceExt};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool};
 
 use crate::config::Config;
+use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
     CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_START_INPUTS, ENV_TASK_ID, ENV_TOOL_ARGUMENTS,
     ENV_TOOL_NAME, INPUT_RESPONSES_FILE, MOUNT_PATH, POD_CANCEL_ANNOTATION,
@@ -141,12 +142,12 @@ pub fn cancel_annotation_value(task: &McpTask) -> String {
 pub fn input_responses_annotation_value(task: &McpTask) -> Result<String, BuildError> {
     match &task.spec.input_responses {
         None => Ok(EMPTY_INPUT_RESPONSES.to_owned()),
-        Some(responses) => {
-            serde_json::to_string(responses).map_err(|source| BuildError::Serialize {
+        Some(responses) => serde_json::to_string(responses)
+            .map(escape_refused_json)
+            .map_err(|source| BuildError::Serialize {
                 what: "spec.inputResponses",
                 source,
-            })
-        }
+            }),
     }
 }
 
@@ -216,10 +217,14 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
     };
     let arguments = match &task.spec.arguments {
         None => "{}".to_owned(),
-        Some(args) => serde_json::to_string(args).map_err(|source| BuildError::Serialize {
-            what: "spec.arguments",
-            source,
-        })?,
+        // NB: escaped, or a character the API server refuses in an apply patch (a client may
+        // send any) would fail every apply of the Job.
+        Some(args) => serde_json::to_string(args)
+            .map(escape_refused_json)
+            .map_err(|source| BuildError::Serialize {
+                what: "spec.arguments",
+                source,
+            })?,
     };
     let mut env = vec![
         var(ENV_TASK_ID, task.task_id().to_owned()),
@@ -233,10 +238,12 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
         .is_some_and(|s| !s.is_empty());
     if has_start_inputs || task.spec.start_input_responses.is_some() {
         let answers = task.spec.start_input_responses.clone().unwrap_or_default();
-        let answers = serde_json::to_string(&answers).map_err(|source| BuildError::Serialize {
-            what: "spec.startInputResponses",
-            source,
-        })?;
+        let answers = serde_json::to_string(&answers)
+            .map(escape_refused_json)
+            .map_err(|source| BuildError::Serialize {
+                what: "spec.startInputResponses",
+                source,
+            })?;
         env.push(var(ENV_START_INPUTS, answers));
     }
     Ok(env)

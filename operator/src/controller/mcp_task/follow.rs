@@ -27,10 +27,29 @@ pub struct FollowState {
     pub ended: bool,
     /// When the stream ended.
     pub ended_at: Option<std::time::Instant>,
+    /// When the stream ended, by the wall clock (compared with the container's finish time).
+    pub ended_wall: Option<std::time::SystemTime>,
+    /// How many followers before this one read the same pod's logs and ended incomplete.
+    pub rereads: u32,
     /// Why the stream could not be read, if it could not.
     pub error: Option<String>,
     /// When the follower started (`None` for a state no follower writes).
     pub started_at: Option<std::time::Instant>,
+}
+
+impl FollowState {
+    /// Whether the stream ended without the container's whole output: it failed (say the
+    /// kubelet was down), or it ended over a second before the container finished (`finished`,
+    /// its terminated state's time; the kubelet went away mid-stream and the API server ended
+    /// the response as if complete). Such a log must be read again before the task's outcome is
+    /// decided from it.
+    pub fn incomplete(&self, finished: Option<std::time::SystemTime>) -> bool {
+        let early = match (self.ended_wall, finished) {
+            (Some(ended), Some(finished)) => ended + std::time::Duration::from_secs(1) < finished,
+            _ => false,
+        };
+        self.ended && (self.error.is_some() || early)
+    }
 }
 
 /// Called by a follower: `Some(warning)` for a tool-output warning, `None` after new output.
@@ -77,14 +96,18 @@ impl Followers {
     ) -> Arc<Mutex<FollowState>> {
         let (pod_name, pod_uid) = pod;
         let mut followers = lock(&self.inner);
+        let mut rereads = 0;
         if let Some(existing) = followers.get(task_uid)
             && existing.pod_uid == pod_uid
-            && !restart
         {
-            return Arc::clone(&existing.state);
+            if !restart {
+                return Arc::clone(&existing.state);
+            }
+            rereads = lock(&existing.state).rereads + 1;
         }
         let state = Arc::new(Mutex::new(FollowState {
             started_at: Some(std::time::Instant::now()),
+            rereads,
             ..FollowState::default()
         }));
         let task = tokio::spawn(follow(
@@ -163,6 +186,7 @@ async fn follow(
         let mut s = lock(&state);
         s.ended = true;
         s.ended_at = Some(std::time::Instant::now());
+        s.ended_wall = Some(std::time::SystemTime::now());
         if let Some(e) = &error {
             tracing::warn!(pod = %pod, error = %e, "log stream failed");
         }
@@ -235,6 +259,39 @@ mod tests {
         assert!(followers.state("live").is_some());
         followers.stop("live");
         assert!(followers.state("live").is_none());
+    }
+
+    #[test]
+    fn a_failed_or_early_ended_stream_is_incomplete() {
+        use std::time::{Duration, SystemTime};
+        let finished = SystemTime::now();
+        let ended = |at: SystemTime, error: Option<&str>| FollowState {
+            ended: true,
+            ended_wall: Some(at),
+            error: error.map(str::to_owned),
+            ..FollowState::default()
+        };
+        assert!(
+            !FollowState::default().incomplete(Some(finished)),
+            "still reading"
+        );
+        assert!(
+            !ended(finished, None).incomplete(Some(finished)),
+            "saw the exit"
+        );
+        assert!(
+            !ended(finished, None).incomplete(None),
+            "no finish time known"
+        );
+        let early = finished - Duration::from_secs(30);
+        assert!(
+            ended(early, None).incomplete(Some(finished)),
+            "kubelet went away"
+        );
+        assert!(
+            ended(finished, Some("502")).incomplete(None),
+            "the stream failed"
+        );
     }
 
     #[tokio::test]

@@ -158,6 +158,15 @@ pub fn tool_container_started(pod: &Pod) -> bool {
         .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
 }
 
+/// When the tool container finished, by its terminated state, if it has.
+pub fn tool_container_finished(pod: &Pod) -> Option<std::time::SystemTime> {
+    let name = tool_container_name(pod);
+    let status = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let terminated = status.iter().find(|c| c.name == name)?.state.as_ref()?;
+    let finished = terminated.terminated.as_ref()?.finished_at.as_ref()?;
+    Some(std::time::SystemTime::from(finished.0))
+}
+
 fn observe_pod(pod: &Pod) -> Workload {
     let status = pod.status.clone().unwrap_or_default();
     let pod_reason = status.reason.as_deref();

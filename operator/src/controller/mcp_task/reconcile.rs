@@ -19,8 +19,8 @@ use super::build::build_job;
 use super::follow::{FollowState, lock};
 use super::notify::notifier;
 use super::observe::{
-    FailureReason, Workload, observe_workload, select_pod, tool_container_name,
-    tool_container_started,
+    FailureReason, Workload, observe_workload, select_pod, tool_container_finished,
+    tool_container_name, tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
 use super::status::{StatusContext, next_status, transition_event, write_delay};
@@ -37,6 +37,9 @@ const LOGS_PENDING: Duration = Duration::from_millis(500);
 const FOLLOW_WARMUP: Duration = Duration::from_secs(1);
 /// How long a log stream may have ended before a still-running container's logs are re-read.
 const STREAM_SETTLE: Duration = Duration::from_secs(2);
+/// How often a stopped container's incomplete log is read again (every [`STREAM_SETTLE`])
+/// before the outcome is decided from what was read: a minute for a kubelet to come back.
+const MAX_REREADS: u32 = 30;
 
 /// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
 /// for a change.
@@ -135,8 +138,12 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
 
     // Follow the tool container's logs once it has started. A stream that ended while the
     // pod still says the container runs either saw the exit before the kubelet reported it, or
-    // dropped: wait a moment, then read it again from the start.
+    // dropped: wait a moment, then read it again from the start. So is the incomplete log of a
+    // stopped container (the stream failed, or ended before the container did, say while the
+    // kubelet was down), up to MAX_REREADS times: its outcome waits for the whole output.
     let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
+    let stopped = matches!(workload, Workload::Exited { .. } | Workload::Failed { .. });
+    let mut reread_pending = false;
     let follow_state = match pod.filter(|p| tool_container_started(p)) {
         Some(pod) => {
             let pod_uid = pod.uid().unwrap_or_default();
@@ -145,7 +152,14 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 .as_ref()
                 .and_then(|s| lock(s).ended_at)
                 .map(|t| t.elapsed());
-            let running = workload == Workload::Running;
+            // Only a normal exit: its outcome is read from the output (a failed pod's is not).
+            let incomplete = matches!(workload, Workload::Exited { .. })
+                && previous.as_ref().is_some_and(|s| {
+                    let s = lock(s);
+                    s.incomplete(tool_container_finished(pod)) && s.rereads < MAX_REREADS
+                });
+            let running = workload == Workload::Running || incomplete;
+            reread_pending = incomplete;
             let dropped = running && ended_for.is_some_and(|d| d >= STREAM_SETTLE);
             if let Some(d) = ended_for.filter(|d| running && *d < STREAM_SETTLE) {
                 waits.push(STREAM_SETTLE - d);
@@ -174,11 +188,11 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     if let Some(elapsed) = warming_for {
         return Ok(Action::requeue(FOLLOW_WARMUP - elapsed));
     }
-    let stopped = matches!(workload, Workload::Exited { .. } | Workload::Failed { .. });
     let logs_pending = pod.is_some_and(tool_container_started)
         && follow_state.as_ref().is_some_and(|s| !lock(s).ended);
-    if stopped && logs_pending {
-        return Ok(Action::requeue(LOGS_PENDING));
+    if stopped && (logs_pending || reread_pending) {
+        let soonest = waits.iter().min().copied().unwrap_or(LOGS_PENDING);
+        return Ok(Action::requeue(soonest.min(LOGS_PENDING)));
     }
 
     let grace_secs = tool
