@@ -1,0 +1,76 @@
+//! Settings of one run, from `MTO_BENCH_*` environment variables (all optional).
+
+use std::time::Duration;
+
+/// What to run and for how long.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Sections to run (`MTO_BENCH_SECTIONS`, comma-separated; default all:
+    /// `get,call,life,scale,e2e`).
+    pub sections: Vec<String>,
+    /// Recorded time per load point (`MTO_BENCH_SECONDS`, default 4).
+    pub load_time: Duration,
+    /// Unrecorded warm-up before each load point (1 s).
+    pub warmup: Duration,
+    /// Concurrent connections of the tasks/get points (`MTO_BENCH_CONNECTIONS`, default
+    /// `1,16,64`).
+    pub connections: Vec<usize>,
+    /// Sequential tools/call and bare creates each (`MTO_BENCH_CALLS`, default 100).
+    pub calls: usize,
+    /// Samples per task-life figure (`MTO_BENCH_RUNS`, default 16).
+    pub runs: usize,
+    /// Task counts of the scale section (`MTO_BENCH_SCALE`, default `1000,5000,10000`).
+    pub scale: Vec<usize>,
+    /// Tasks started at once in the end-to-end section (`MTO_BENCH_E2E_TASKS`, default 20).
+    pub e2e_tasks: usize,
+    /// The Rust tool binary packaged as `localhost/rust-tool:v1` (`MTO_RUST_TOOL_BIN`).
+    pub rust_tool_bin: Option<String>,
+    /// Where the results table goes (`MTO_BENCH_OUT`, default
+    /// `$CARGO_TARGET_DIR/bench/results.md`).
+    pub out: String,
+}
+
+impl Config {
+    /// Reads the environment; an unparsable number names its variable.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let number = |name: &str, default: usize| -> Result<usize, String> {
+            var(name).map_or(Ok(default), |v| {
+                v.parse().map_err(|_| format!("{name}={v} is not a number"))
+            })
+        };
+        let list = |name: &str, default: &str| -> Result<Vec<usize>, String> {
+            var(name)
+                .unwrap_or_else(|| default.to_owned())
+                .split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse()
+                        .map_err(|_| format!("{name} holds {n}, not a number"))
+                })
+                .collect()
+        };
+        let target = var("CARGO_TARGET_DIR").unwrap_or_else(|| "target".to_owned());
+        Ok(Self {
+            sections: var("MTO_BENCH_SECTIONS")
+                .unwrap_or_else(|| "get,call,life,scale,e2e".to_owned())
+                .split(',')
+                .map(|s| s.trim().to_owned())
+                .collect(),
+            load_time: Duration::from_secs(number("MTO_BENCH_SECONDS", 4)? as u64),
+            warmup: Duration::from_secs(1),
+            connections: list("MTO_BENCH_CONNECTIONS", "1,16,64")?,
+            calls: number("MTO_BENCH_CALLS", 100)?,
+            runs: number("MTO_BENCH_RUNS", 16)?,
+            scale: list("MTO_BENCH_SCALE", "1000,5000,10000")?,
+            e2e_tasks: number("MTO_BENCH_E2E_TASKS", 20)?,
+            rust_tool_bin: var("MTO_RUST_TOOL_BIN"),
+            out: var("MTO_BENCH_OUT").unwrap_or_else(|| format!("{target}/bench/results.md")),
+        })
+    }
+
+    /// Whether section `name` is to run.
+    pub fn runs_section(&self, name: &str) -> bool {
+        self.sections.iter().any(|s| s == name)
+    }
+}

@@ -1,0 +1,245 @@
+//! Section 3: a task's life through real pods with the real operator (release build) and the
+//! Rust tool, which prints the wall-clock time with each line: created → Job → pod running,
+//! pod exit → terminal status, status line → `statusMessage`, cancel → `cancelled`.
+//!
+//! The method is `tests/tests/operator_latency.rs`'s (watch delivery time minus the time the
+//! event happened), on the shared helpers of `mcp_task_operator_tests::operator`.
+
+use std::time::{Duration, SystemTime};
+
+use kube::{Client, ResourceExt};
+use mcp_task_operator_crds::TaskStatus;
+use mcp_task_operator_tests::operator::{
+    Operator, RUST_TOOL_IMAGE, TaskRecorder, create_task, create_tool, ensure_rust_tool_image,
+    printed_time, request_cancel, result_text, tool, wait_task, wait_terminal,
+};
+use serde_json::json;
+
+use crate::config::Config;
+use crate::phases::PhaseRecorder;
+use crate::report::Section;
+use crate::stats::{median_worst, ms};
+
+/// Tasks started at once.
+const BATCH: usize = 4;
+
+/// Samples of each figure.
+#[derive(Default)]
+struct Samples {
+    to_job: Vec<Duration>,
+    job_to_running: Vec<Duration>,
+    to_running: Vec<Duration>,
+    exit: Vec<Duration>,
+    exit_to_stopped: Vec<Duration>,
+    stopped_to_terminal: Vec<Duration>,
+    status: Vec<Duration>,
+    cancel: Vec<Duration>,
+}
+
+/// Runs the section in namespace `ns`.
+pub async fn run(
+    config: &Config,
+    client: Client,
+    ns: &str,
+    section: &mut Section,
+) -> Result<(), String> {
+    let binary = config
+        .rust_tool_bin
+        .as_deref()
+        .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
+    ensure_rust_tool_image(binary);
+    mcp_task_operator_tests::ensure_crds(&client).await;
+    let _operator = Operator::start_leader(ns).await;
+    create_tool(
+        &client,
+        ns,
+        &tool("rust-tool", RUST_TOOL_IMAGE, &[], json!({}), json!({})),
+    )
+    .await;
+    let recorder = TaskRecorder::start(&client, ns).await;
+    let phases = PhaseRecorder::start(&client, ns);
+    let mut samples = Samples::default();
+    exits(config, &client, ns, &recorder, &phases, &mut samples).await?;
+    status_lines(config, &client, ns, &recorder, &mut samples).await;
+    cancels(config, &client, ns, &recorder, &mut samples).await?;
+
+    let rows: [(&str, &mut Vec<Duration>, &str); 8] = [
+        ("McpTask created → Job created", &mut samples.to_job, ""),
+        ("Job created → pod running", &mut samples.job_to_running, ""),
+        ("McpTask created → pod running", &mut samples.to_running, ""),
+        (
+            "pod exit → terminal status",
+            &mut samples.exit,
+            "median < 1 s",
+        ),
+        (
+            "  of which: exit → pod status shows it stopped",
+            &mut samples.exit_to_stopped,
+            "(kubelet)",
+        ),
+        (
+            "  of which: pod stopped visible → terminal status",
+            &mut samples.stopped_to_terminal,
+            "(operator)",
+        ),
+        (
+            "status line → statusMessage",
+            &mut samples.status,
+            "median < 1 s",
+        ),
+        (
+            "cancel → cancelled (cooperative)",
+            &mut samples.cancel,
+            "median < 3 s",
+        ),
+    ];
+    for (what, samples, goal) in rows {
+        let n = samples.len();
+        let (median, worst) = median_worst(samples);
+        section.row(vec![
+            what.to_owned(),
+            n.to_string(),
+            ms(median),
+            ms(worst),
+            goal.to_owned(),
+        ]);
+    }
+    Ok(())
+}
+
+/// The section's empty table.
+pub fn section() -> Section {
+    Section::new(
+        "3. Task life through real pods",
+        &["figure", "n", "median", "worst", "goal"],
+    )
+}
+
+fn since(earlier: SystemTime, later: SystemTime) -> Duration {
+    later.duration_since(earlier).unwrap_or_default()
+}
+
+/// Tools that print `exiting at T` and exit 0 without a result: created → Job → running, and
+/// exit → terminal.
+async fn exits(
+    config: &Config,
+    client: &Client,
+    ns: &str,
+    recorder: &TaskRecorder,
+    phases: &PhaseRecorder,
+    samples: &mut Samples,
+) -> Result<(), String> {
+    while samples.exit.len() < config.runs {
+        let mut started = Vec::new();
+        for _ in 0..BATCH {
+            let at = SystemTime::now();
+            let args = json!({"steps": 0, "plain": true});
+            let name = create_task(client, ns, "rust-tool", args).await.name_any();
+            started.push((name, at));
+        }
+        for (name, created) in started {
+            let done = wait_terminal(client, ns, &name).await;
+            if done.task_status() != TaskStatus::Completed {
+                return Err(format!("task {name} ended {:?}", done.task_status()));
+            }
+            recorder.wait_seen(&name, TaskStatus::Completed).await;
+            let seen = recorder
+                .of(&name)
+                .into_iter()
+                .find(|t| t.status == Some(TaskStatus::Completed))
+                .map(|t| t.seen_at)
+                .ok_or("no completed transition")?;
+            let exited = printed_time(&result_text(&done), "exiting at ")
+                .ok_or_else(|| format!("task {name} printed no exit time"))?;
+            samples.exit.push(since(exited, seen));
+            let phase = phases.of(&name);
+            if let Some(stopped) = phase.stopped {
+                samples.exit_to_stopped.push(since(exited, stopped));
+                samples.stopped_to_terminal.push(since(stopped, seen));
+            }
+            if let (Some(job), Some(running)) = (phase.job, phase.running) {
+                samples.to_job.push(since(created, job));
+                samples.job_to_running.push(since(job, running));
+                samples.to_running.push(since(created, running));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Two tools print a status line every 1.5 s (more than the 1 s coalescing interval).
+async fn status_lines(
+    config: &Config,
+    client: &Client,
+    ns: &str,
+    recorder: &TaskRecorder,
+    samples: &mut Samples,
+) {
+    let steps = config.runs.div_ceil(2) + 1;
+    let args = json!({"steps": steps, "delayMs": 1500});
+    let a = create_task(client, ns, "rust-tool", args.clone())
+        .await
+        .name_any();
+    let b = create_task(client, ns, "rust-tool", args).await.name_any();
+    for name in [a, b] {
+        wait_terminal(client, ns, &name).await;
+        recorder.wait_seen(&name, TaskStatus::Completed).await;
+        for t in recorder.of(&name) {
+            let Some(message) = t.message.as_deref() else {
+                continue;
+            };
+            if message.starts_with("step ")
+                && let Some(printed) = printed_time(message, " at ")
+            {
+                samples.status.push(since(printed, t.seen_at));
+            }
+        }
+    }
+}
+
+/// Running tools (they have reported a step) are cancelled; they check every 20 ms.
+async fn cancels(
+    config: &Config,
+    client: &Client,
+    ns: &str,
+    recorder: &TaskRecorder,
+    samples: &mut Samples,
+) -> Result<(), String> {
+    while samples.cancel.len() < config.runs {
+        let mut names = Vec::new();
+        for _ in 0..BATCH {
+            let args = json!({"steps": 10_000, "delayMs": 1000});
+            names.push(create_task(client, ns, "rust-tool", args).await.name_any());
+        }
+        let mut requested = Vec::new();
+        for name in &names {
+            wait_task(client, ns, name, Duration::from_secs(60), |t| {
+                t.status
+                    .as_ref()
+                    .and_then(|s| s.status_message.as_deref())
+                    .is_some_and(|m| m.starts_with("step "))
+            })
+            .await;
+            requested.push(SystemTime::now());
+            request_cancel(client, ns, name).await;
+        }
+        for (name, at) in names.iter().zip(requested) {
+            let done = wait_terminal(client, ns, name).await;
+            if done.task_status() != TaskStatus::Cancelled {
+                return Err(format!(
+                    "task {name} ended {:?}, not cancelled",
+                    done.task_status()
+                ));
+            }
+            recorder.wait_seen(name, TaskStatus::Cancelled).await;
+            let seen = recorder
+                .of(name)
+                .into_iter()
+                .find(|t| t.status == Some(TaskStatus::Cancelled))
+                .map(|t| t.seen_at)
+                .ok_or("no cancelled transition")?;
+            samples.cancel.push(since(at, seen));
+        }
+    }
+    Ok(())
+}
