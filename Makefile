@@ -43,6 +43,14 @@ lint: ## clippy with warnings denied
 unit: ## unit and HTTP-level tests (no cluster)
 	cargo test --workspace --exclude mcp-task-operator-tests --locked
 
+.PHONY: fuzz
+fuzz: ## cargo-fuzz: 1,000,000 executions of each target (request path, tool-output parser)
+	FUZZ_RUNS=1000000 hack/fuzz.sh
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## cargo-fuzz: a short bounded run of each target (25 s), as make test runs it
+	FUZZ_SECONDS=25 hack/fuzz.sh
+
 .PHONY: k8s-bins
 k8s-bins: ## build (or reuse) the Kubernetes, etcd and helm binaries
 	hack/build-k8s.sh
@@ -76,13 +84,38 @@ integration: ## integration and end-to-end tests against the running local clust
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked --no-fail-fast -- --test-threads=4
 
+.PHONY: chaos
+chaos: ## fault suite on the running cluster: SIGKILLs, API server restart, kubelet stop, partition
+	PROFILE=debug hack/build-images.sh
+	examples/build-images.sh
+	$(MAKE) chaos-run
+
+# The fault suite with the images already imported (`make test` runs it bounded, with
+# MTO_CHAOS_SCALE=ci, after `integration` built them). Whatever the outcome, the components it
+# stops are started again (a no-op when they run).
+.PHONY: chaos-run
+chaos-run:
+	status=0; KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked \
+	  --test chaos -- --ignored --nocapture || status=$$?; \
+	hack/cluster-ctl.sh start kube-apiserver >/dev/null || true; \
+	hack/cluster-ctl.sh start kubelet >/dev/null || true; \
+	exit $$status
+
+.PHONY: load
+load: ## mixed load on 2 front-end replicas for LOAD_SECONDS (600): errors, latency, memory
+	PROFILE=debug hack/build-images.sh
+	examples/build-images.sh
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked \
+	  --test load -- --ignored --nocapture
+
 # `make test` runs every tier. The cluster is started once and stopped at the end, also when a
 # tier fails; MTO_KEEP_CLUSTER=1 leaves it running for a closer look.
 .PHONY: test
-test: ## every tier: fmt, generate check, clippy, unit, cluster up, integration, cluster down, crash cleanup
-	$(MAKE) fmt-check generate-check lint unit
+test: ## every tier: fmt, generate check, clippy, unit, cluster up, integration, chaos (bounded), cluster down, crash cleanup
+	$(MAKE) fmt-check generate-check lint unit fuzz-smoke
 	$(MAKE) cluster-up
 	status=0; $(MAKE) integration || status=$$?; \
+	[ $$status -ne 0 ] || MTO_CHAOS_SCALE=ci $(MAKE) chaos-run || status=$$?; \
 	if [ -n "$${MTO_KEEP_CLUSTER:-}" ]; then exit $$status; fi; \
 	$(MAKE) cluster-down; hack/check-clean.sh; \
 	[ $$status -ne 0 ] || $(MAKE) cluster-crash-test; \
@@ -91,3 +124,7 @@ test: ## every tier: fmt, generate check, clippy, unit, cluster up, integration,
 .PHONY: up
 up: ## cluster, images, Helm chart, example tools, then a demo task driven to completion
 	hack/up.sh
+
+.PHONY: bench
+bench: ## benchmarks, each figure beside a baseline (local cluster; results in $CARGO_TARGET_DIR/bench/results.md, docs/BENCHMARKS.md)
+	hack/bench.sh

@@ -2,6 +2,7 @@
 //! task handle or, for synchronous callers, wait for the task and answer with its result.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -10,7 +11,7 @@ use mcp_task_operator_crds::{McpTask, McpTaskSpec, TaskStatus, TaskSupport, task
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest,
-    InputRequests, InputRequiredResult, ProtocolVersion,
+    InputRequests, InputRequiredResult, JsonObject, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::handler::{caller, declares_tasks};
 use crate::state::{AppState, server_info_meta};
 use crate::tasks::check_input_response;
-use crate::tools::ToolEntry;
+use crate::tools::{CatalogSnapshot, ToolEntry};
 use crate::wire;
 
 /// Time kept back from the request timeout so a synchronous call answers before the timeout
@@ -34,31 +35,16 @@ pub async fn call_tool(
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse> {
-    let entry = state
-        .tools
-        .snapshot()
-        .get(&request.name)
-        .ok_or_else(|| Error::UnknownTool {
-            name: request.name.to_string(),
-        })?;
-    // The capability gate comes before argument checks: a non-declaring client can never
-    // call a task-only tool, whatever its arguments.
-    let as_task = match (entry.task_support, declares_tasks(context)) {
-        (TaskSupport::Required, false) => {
-            return Err(Error::TasksCapabilityRequired {
-                tool: entry.name().to_owned(),
-            });
-        }
-        (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => false,
-        (TaskSupport::Required | TaskSupport::Optional, true) => true,
-    };
-    let arguments = request.arguments.unwrap_or_default();
-    entry
-        .validate_arguments(&arguments)
-        .map_err(|reason| Error::InvalidArguments {
-            tool: entry.name().to_owned(),
-            reason,
-        })?;
+    let CheckedCall {
+        entry,
+        as_task,
+        arguments,
+    } = check_call(
+        &state.tools.snapshot(),
+        &request.name,
+        request.arguments,
+        declares_tasks(context),
+    )?;
     let caller = caller(context)?;
     let start_input_responses = match start_inputs(&entry, request.input_responses, context)? {
         StartInputs::NotNeeded => None,
@@ -95,6 +81,55 @@ pub async fn call_tool(
         result.meta.get_or_insert_with(server_info_meta);
     }
     Ok(response)
+}
+
+/// A `tools/call` that passed every check made without the API server.
+#[derive(Debug)]
+pub struct CheckedCall {
+    /// The tool called.
+    pub entry: Arc<ToolEntry>,
+    /// Whether the call becomes a task (else the answer waits for its result).
+    pub as_task: bool,
+    /// The arguments, valid against the tool's `inputSchema` (`{}` when none were sent).
+    pub arguments: JsonObject,
+}
+
+/// The checks of a `tools/call` that need no API server, in the handler's order: the tool is
+/// served (else -32602 "Unknown tool"), the request may call it (a task-only tool needs a
+/// request declaring the tasks extension: -32021), and the arguments fit its `inputSchema`
+/// (else -32602 naming every wrong argument). Pure, so `fuzz/` drives it directly.
+pub fn check_call(
+    tools: &CatalogSnapshot,
+    name: &str,
+    arguments: Option<JsonObject>,
+    declares_tasks: bool,
+) -> Result<CheckedCall> {
+    let entry = tools.get(name).ok_or_else(|| Error::UnknownTool {
+        name: name.to_owned(),
+    })?;
+    // The capability gate comes before argument checks: a non-declaring client can never
+    // call a task-only tool, whatever its arguments.
+    let as_task = match (entry.task_support, declares_tasks) {
+        (TaskSupport::Required, false) => {
+            return Err(Error::TasksCapabilityRequired {
+                tool: entry.name().to_owned(),
+            });
+        }
+        (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => false,
+        (TaskSupport::Required | TaskSupport::Optional, true) => true,
+    };
+    let arguments = arguments.unwrap_or_default();
+    entry
+        .validate_arguments(&arguments)
+        .map_err(|reason| Error::InvalidArguments {
+            tool: entry.name().to_owned(),
+            reason,
+        })?;
+    Ok(CheckedCall {
+        entry,
+        as_task,
+        arguments,
+    })
 }
 
 /// The new task object: ID from the CSPRNG, settings from the tool.

@@ -42,6 +42,10 @@ pub struct Config {
     /// `REQUEST_TIMEOUT_SECONDS`: limit on one non-streaming request, including synchronous
     /// tool calls (which also stop at their tool's `syncTimeoutSeconds`). Default 120.
     pub request_timeout: Duration,
+    /// `API_TIMEOUT_SECONDS`: limit on each call to the Kubernetes API server a request makes
+    /// (create, read on a cache miss, patch); past it the request gets a -32603 saying the API
+    /// server is unreachable, instead of hanging on a dead connection. Default 10.
+    pub api_timeout: Duration,
     /// `MAX_CONCURRENT_REQUESTS`: requests served at once before new ones wait. Default 512.
     pub max_concurrent_requests: usize,
     /// `MAX_SUBSCRIPTIONS`: open `subscriptions/listen` streams per replica; more are refused
@@ -114,6 +118,7 @@ impl Config {
                 "REQUEST_TIMEOUT_SECONDS",
                 Some(120),
             )?),
+            api_timeout: Duration::from_secs(parse(&get, "API_TIMEOUT_SECONDS", Some(10))?),
             max_concurrent_requests: parse(&get, "MAX_CONCURRENT_REQUESTS", Some(512))?,
             max_subscriptions: parse(&get, "MAX_SUBSCRIPTIONS", Some(1000))?,
             poll_rate_per_second: parse(&get, "POLL_RATE_PER_SECOND", Some(0.0))?,

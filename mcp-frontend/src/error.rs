@@ -23,6 +23,30 @@ pub const TASK_NOT_FOUND: &str = "Task not found";
 /// decision 2).
 pub const TASK_EXPIRED: &str = "Task has expired";
 
+/// Message of the -32603 answer when this replica cannot reach the Kubernetes API server (a
+/// probe says so, an API call timed out or found no server). Retrying reaches another replica
+/// or this one once the server is back; the answer says so in `data.retryAfterMs`.
+pub const API_SERVER_UNREACHABLE: &str =
+    "Kubernetes API server unreachable from this server replica; retry the request";
+/// Message of the -32603 answer while this replica's task cache is (re)loading, at startup and
+/// after an API server outage: until then it could show a task's older state.
+pub const TASK_CACHE_SYNCING: &str = "this server replica is loading its task cache from the Kubernetes API server; retry the request";
+/// `data.retryAfterMs` of [`API_SERVER_UNREACHABLE`] and [`TASK_CACHE_SYNCING`] answers.
+pub const UNREACHABLE_RETRY_AFTER_MS: u64 = 1000;
+
+/// The JSON-RPC error object of [`API_SERVER_UNREACHABLE`].
+pub fn api_server_unreachable() -> ErrorData {
+    unavailable(API_SERVER_UNREACHABLE)
+}
+
+/// A -32603 with `message` that asks the client to retry after [`UNREACHABLE_RETRY_AFTER_MS`].
+pub fn unavailable(message: &'static str) -> ErrorData {
+    ErrorData::internal_error(
+        message,
+        Some(json!({ "retryAfterMs": UNREACHABLE_RETRY_AFTER_MS })),
+    )
+}
+
 /// A request the front end could not serve.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -173,6 +197,16 @@ impl Error {
             ),
             Self::ToolFailed(None) | Self::CallAbandoned => {
                 ErrorData::internal_error("Tool execution failed", None)
+            }
+            Self::Store(
+                store @ (StoreError::Timeout { .. }
+                | StoreError::Api {
+                    source: kube::Error::HyperError(_) | kube::Error::Service(_),
+                    ..
+                }),
+            ) => {
+                tracing::warn!(error = %ErrorChain(store), "Kubernetes API server unreachable");
+                api_server_unreachable()
             }
             Self::MissingCaller
             | Self::InvalidStartInput { .. }

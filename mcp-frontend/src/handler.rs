@@ -226,11 +226,20 @@ impl ServerHandler for McpHandler {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        // A tools/call or tools/list whose params rmcp could not read (a tool name that is
+        // not a string, arguments that are not an object): say what is wrong with them.
+        if let Some(detail) = unreadable_tools_params(&request) {
+            let message = format!("invalid {} params: {detail}", request.method);
+            return Err(ErrorData::invalid_params(message, None));
+        }
         let method = request.method;
         let required = match method.as_str() {
             "tasks/get" | "tasks/cancel" => "taskId",
             "tasks/update" => "taskId and inputResponses",
-            _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+            _ => {
+                let message = format!("Method not found: {method}");
+                return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None));
+            }
         };
         if !declares_tasks(&context) {
             return Err(ErrorData::missing_required_client_capability(
@@ -242,4 +251,21 @@ impl ServerHandler for McpHandler {
             None,
         ))
     }
+}
+
+/// Why the params of a `tools/call` or `tools/list` that reached the custom-request fallback
+/// cannot be read (rmcp only falls back when they cannot); `None` for every other method.
+fn unreadable_tools_params(request: &CustomRequest) -> Option<String> {
+    let read = match request.method.as_str() {
+        "tools/call" => request
+            .params_as::<CallToolRequestParams>()
+            .map(|p| p.is_some()),
+        "tools/list" => request.params_as::<PaginatedRequestParams>().map(|_| true),
+        _ => return None,
+    };
+    Some(match read {
+        Err(error) => error.to_string(),
+        Ok(false) => "params with the tool name are required".to_owned(),
+        Ok(true) => "params do not match the method".to_owned(),
+    })
 }

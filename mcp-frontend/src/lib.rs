@@ -26,7 +26,9 @@
 //! [`app`] builds the router; [`handler`] is the rmcp `ServerHandler`; [`call`] and [`tasks`]
 //! do the work over the traits in [`store`] and [`tools`], so HTTP tests run without a cluster.
 
+pub mod apihealth;
 pub mod auth;
+pub mod body;
 pub mod call;
 pub mod config;
 pub mod error;

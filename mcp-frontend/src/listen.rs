@@ -26,7 +26,7 @@ use crate::state::{AppState, server_info_meta};
 use crate::tasks::find_task;
 use crate::wire;
 
-mod request;
+pub mod request;
 
 /// The JSON-RPC method served here.
 pub const METHOD: &str = "subscriptions/listen";
@@ -136,6 +136,9 @@ async fn stream_tasks(
         return;
     }
     let mut changes = state.tasks.subscribe();
+    // A replica that loses the API server ends its streams: the task watch no longer moves,
+    // and the client's next listen reaches a replica whose watch does.
+    let mut reachable = state.api_health.subscribe();
     let mut last_sent: HashMap<String, Value> = HashMap::new();
     for task_id in &accepted {
         notify(
@@ -153,6 +156,11 @@ async fn stream_tasks(
             tokio::select! {
                 () = state.shutdown.cancelled() => break,
                 () = tx.closed() => return,
+                Ok(()) = reachable.changed() => {
+                    if !*reachable.borrow_and_update() {
+                        break;
+                    }
+                }
                 changed = tool_changes.changed(), if tools_open => match changed {
                     Ok(()) => {
                         let message = json!({

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcp_task_operator_mcp_frontend::apihealth::{self, ApiHealth};
 use mcp_task_operator_mcp_frontend::auth::{Auth, StaticTokens};
 use mcp_task_operator_mcp_frontend::config::AuthMode;
 use mcp_task_operator_mcp_frontend::store::kube::KubeTaskStore;
@@ -16,16 +17,26 @@ use tracing_subscriber::EnvFilter;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(log_filter())
         // Colour codes only on a terminal: container logs stay plain text.
         .with_ansi(std::io::stdout().is_terminal())
         .init();
     let config = Config::from_env()?;
     let client = kube::Client::try_default().await?;
-    let (tasks, task_watch) = KubeTaskStore::new(client.clone(), &config.namespace);
+    let health = Arc::new(ApiHealth::default());
+    let (tasks, task_watch) = KubeTaskStore::watched(
+        client.clone(),
+        &config.namespace,
+        health.subscribe(),
+        config.api_timeout,
+    );
     let (tools, tool_watch) = KubeToolCatalog::new(client.clone(), &config.namespace);
     tokio::spawn(task_watch);
     tokio::spawn(tool_watch);
+    tokio::spawn(apihealth::probe(
+        health.clone(),
+        kube::Api::namespaced(client.clone(), &config.namespace),
+    ));
 
     let bind_addr = config.bind_addr;
     let auth = match config.auth_mode {
@@ -42,7 +53,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             config.token_audiences.clone(),
         ))),
     };
-    let state = AppState::new(config, tasks, tools).with_auth(auth);
+    let state = AppState::new(config, tasks, tools)
+        .with_auth(auth)
+        .with_api_health(health);
     let shutdown = state.shutdown.clone();
     let listener = TcpListener::bind(bind_addr).await?;
     tracing::info!(%bind_addr, "serving MCP on /mcp");
@@ -85,5 +98,18 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = terminate => {}
+    }
+}
+
+/// `RUST_LOG` (default `info`), with rmcp's per-request lifecycle lines ("Service initialized
+/// as server", "serve finished": three per request in stateless mode) held to `warn` unless
+/// `RUST_LOG` names rmcp itself. At `info` they cost about a third of a cached `tasks/get`
+/// (docs/BENCHMARKS.md).
+fn log_filter() -> EnvFilter {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let names_rmcp = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("rmcp"));
+    match "rmcp::service=warn".parse() {
+        Ok(quiet) if !names_rmcp => filter.add_directive(quiet),
+        _ => filter,
     }
 }

@@ -7,14 +7,13 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use bytes::Bytes;
+use rmcp::model::RequestId;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tower::limit::ConcurrencyLimitLayer;
@@ -23,6 +22,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::auth;
+use crate::body;
+use crate::error::JsonRpcErrorResponse;
 use crate::handler::McpHandler;
 use crate::listen;
 use crate::origin;
@@ -117,21 +118,72 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
     let started = Instant::now();
     let (mut parts, body) = request.into_parts();
     trim_mcp_headers(&mut parts.headers);
-    let Ok(bytes) = to_bytes(body, route.state.config.max_body_bytes).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    let max_body_bytes = route.state.config.max_body_bytes;
+    let Ok(bytes) = to_bytes(body, max_body_bytes).await else {
+        // The same words as rmcp's (and tower-http's, for a too large Content-Length) 413.
+        let message = format!("Payload Too Large: request body exceeds {max_body_bytes} bytes");
+        return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
     };
-    let method = peek_method(&bytes);
+    let method = body::peek_method(&bytes);
     tracing::Span::current().record("mcp.method", method.as_deref());
-    let response = if method.as_deref() == Some(listen::METHOD) {
+    let mut response = if let Some(reason) = unavailable_reason(&route.state) {
+        refuse_unavailable(&bytes, reason)
+    } else if method.as_deref() == Some(listen::METHOD) {
         listen::listen_tasks(route.state.clone(), parts, bytes).await
+    } else if let Some(refused) = has_json_content_type(&parts.headers)
+        .then(|| body::check_message(&bytes).err())
+        .flatten()
+    {
+        // rmcp would answer 415 with a serde message; -32700/-32600 say what is wrong.
+        (*refused).into_response()
     } else {
         forward(route.rmcp, Request::from_parts(parts, Body::from(bytes))).await
     };
+    if unavailable_reason(&route.state).is_some() {
+        // The client's retry then opens a new connection, which the Service may send to a
+        // replica that reaches the API server (a kept-alive one would come back here).
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     route.state.metrics.observe(
         method.as_deref(),
         response.status().as_u16(),
         started.elapsed(),
     );
+    response
+}
+
+/// Why this replica cannot serve `/mcp` now: the Kubernetes API server is out of reach (its
+/// task cache no longer moves, and writes would hang), or the task cache is (re)loading (it
+/// could show a task's older state than another replica already did).
+fn unavailable_reason(state: &AppState) -> Option<&'static str> {
+    if !state.api_health.is_reachable() {
+        Some(crate::error::API_SERVER_UNREACHABLE)
+    } else if !state.tasks.is_synced() {
+        Some(crate::error::TASK_CACHE_SYNCING)
+    } else {
+        None
+    }
+}
+
+/// The answer of a replica that cannot serve, at once and whatever the request: HTTP 503 with
+/// `Retry-After` and a JSON-RPC -32603 saying why. The request's `id` is kept when the body has
+/// one.
+fn refuse_unavailable(body: &[u8], reason: &'static str) -> Response {
+    #[derive(serde::Deserialize)]
+    struct PeekId {
+        id: Option<RequestId>,
+    }
+    let id = serde_json::from_slice::<PeekId>(body)
+        .ok()
+        .and_then(|p| p.id);
+    let mut response =
+        JsonRpcErrorResponse::new(id, crate::error::unavailable(reason), false).into_response();
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 
@@ -174,17 +226,14 @@ async fn forward(rmcp: McpService, request: Request) -> Response {
     }
 }
 
-/// The JSON-RPC method of a body, reading nothing else.
-fn peek_method(body: &Bytes) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Peek<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-    }
-    serde_json::from_slice::<Peek<'_>>(body)
-        .ok()
-        .and_then(|p| p.method)
-        .map(std::borrow::Cow::into_owned)
+/// Whether the request says its body is JSON (`application/json`, any parameters), the
+/// content type rmcp accepts; other bodies are left to rmcp's 415.
+fn has_json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// `/metrics`: the Prometheus text format.
@@ -203,15 +252,20 @@ async fn metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// `/readyz`: 200 once the task and tool caches have synced.
+/// `/readyz`: 200 once the task and tool caches have synced, while the API server is reachable.
 async fn readyz(State(state): State<AppState>) -> Response {
     if state.is_ready() {
         (StatusCode::OK, "ok").into_response()
     } else {
+        let reason = if state.api_health.is_reachable() {
+            "caches not synced"
+        } else {
+            "Kubernetes API server unreachable"
+        };
         (
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::RETRY_AFTER, "1")],
-            "caches not synced",
+            reason,
         )
             .into_response()
     }

@@ -7,6 +7,7 @@ use rmcp::model::Implementation;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::apihealth::ApiHealth;
 use crate::auth::Auth;
 use crate::config::{AuthMode, Config};
 use crate::metrics::Metrics;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub subscriptions: Arc<Semaphore>,
     /// The `tasks/get` rate limit, when configured.
     pub poll_limiter: Option<Arc<PollLimiter>>,
+    /// Whether the Kubernetes API server is reachable (always, unless a probe says otherwise).
+    pub api_health: Arc<ApiHealth>,
 }
 
 impl AppState {
@@ -60,7 +63,14 @@ impl AppState {
             shutdown: CancellationToken::new(),
             metrics: Arc::new(metrics),
             registry: Arc::new(registry),
+            api_health: Arc::default(),
         }
+    }
+
+    /// The same state with reachability reported by `health` (which a probe feeds).
+    pub fn with_api_health(mut self, health: Arc<ApiHealth>) -> Self {
+        self.api_health = health;
+        self
     }
 
     /// The same state authenticating with `auth`.
@@ -69,9 +79,10 @@ impl AppState {
         self
     }
 
-    /// Whether both watch caches have synced (the `/readyz` condition).
+    /// Whether both watch caches have synced and the API server is reachable (the `/readyz`
+    /// condition).
     pub fn is_ready(&self) -> bool {
-        self.tasks.is_synced() && self.tools.is_synced()
+        self.tasks.is_synced() && self.tools.is_synced() && self.api_health.is_reachable()
     }
 }
 
@@ -86,9 +97,13 @@ pub fn server_info() -> Implementation {
 
 /// Result `_meta` carrying `io.modelcontextprotocol/serverInfo`, which every result SHOULD have.
 pub fn server_info_meta() -> rmcp::model::MetaObject {
-    let mut meta = rmcp::model::MetaObject::default();
-    if let Ok(info) = serde_json::to_value(server_info()) {
-        meta.insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
-    }
-    meta
+    // Built once: it is the same on every answer.
+    static META: std::sync::LazyLock<rmcp::model::MetaObject> = std::sync::LazyLock::new(|| {
+        let mut meta = rmcp::model::MetaObject::default();
+        if let Ok(info) = serde_json::to_value(server_info()) {
+            meta.insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
+        }
+        meta
+    });
+    META.clone()
 }

@@ -31,6 +31,19 @@ pub enum StoreError {
         #[source]
         source: ::kube::Error,
     },
+    /// A call to the Kubernetes API server got no answer in time (the server or the network
+    /// to it is down); the request may be retried, on this replica or another.
+    #[error(
+        "the Kubernetes API server did not answer within {seconds} s to {operation} McpTask {name}"
+    )]
+    Timeout {
+        /// What was attempted (`create`, `get`, `patch`).
+        operation: &'static str,
+        /// The task ID.
+        name: String,
+        /// The limit that passed.
+        seconds: u64,
+    },
     /// The store refused the call for a reason of its own (used by test doubles).
     #[error("task store unavailable during {operation}")]
     Unavailable {

@@ -33,13 +33,27 @@ async fn main() -> Result<(), BoxError> {
     });
 
     let client = kube::Client::try_default().await?;
-    if let Err(e) = check_crds(&client, config.namespace.as_deref()).await {
-        tracing::error!(
-            error = %e,
-            "the McpTool and McpTask CRDs are not installed or not readable; install them with \
-             `kubectl apply --server-side -f crds/yaml/` or the Helm chart"
-        );
-        std::process::exit(1);
+    // An answer that the CRDs are missing or unreadable is a set-up error: say so and stop. An
+    // API server that does not answer (restarting, unreachable) is waited for, not-ready.
+    loop {
+        match check_crds(&client, config.namespace.as_deref()).await {
+            Ok(()) => break,
+            Err(kube::Error::Api(status)) if status.code < 500 => {
+                tracing::error!(
+                    error = %status,
+                    "the McpTool and McpTask CRDs are not installed or not readable; install \
+                     them with the Helm chart or `kubectl apply --server-side -f crds/yaml/`"
+                );
+                std::process::exit(1);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot check the CRDs yet; retrying in 2 s");
+                tokio::select! {
+                    () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+                    () = wait(shutdown.clone()) => return Ok(()),
+                }
+            }
+        }
     }
     state.set_ready(true);
 

@@ -198,10 +198,15 @@ pub fn chart_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
 }
 
+pub mod access;
+pub mod chart_access;
 pub mod clients;
 pub mod conformance;
+pub mod faults;
 pub mod fixture_tools;
 pub mod frontend;
 pub mod mcp_client;
 pub mod operator;
+pub mod stack;
 pub mod status_writer;
+pub mod traffic;

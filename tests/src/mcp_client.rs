@@ -29,8 +29,11 @@ pub(crate) fn http_client() -> HttpClient<HttpConnector, Full<Bytes>> {
 pub struct Reply {
     /// HTTP status code.
     pub status: u16,
-    /// The JSON-RPC response (for SSE answers, the message carrying the request's id).
+    /// The JSON-RPC response (for SSE answers, the message carrying the request's id; for a
+    /// body that is not JSON, such as a 401's, the text as a string).
     pub body: Value,
+    /// The `WWW-Authenticate` header, if any (a 401's challenge).
+    pub challenge: Option<String>,
 }
 
 impl Reply {
@@ -120,6 +123,11 @@ impl Mcp {
     ) -> Result<Reply, hyper_util::client::legacy::Error> {
         let response = self.post(headers, body).await?;
         let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let sse = is_sse(&response);
         let bytes = response
             .into_body()
@@ -136,7 +144,11 @@ impl Mcp {
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned()))
         };
-        Ok(Reply { status, body })
+        Ok(Reply {
+            status,
+            body,
+            challenge,
+        })
     }
 
     async fn post(
@@ -279,8 +291,9 @@ fn is_sse(response: &hyper::Response<Incoming>) -> bool {
 }
 
 /// The JSON-RPC request and headers for `method`: `_meta` as the protocol requires, and
-/// `Mcp-Method` plus `Mcp-Name` (the tool name or task ID).
-fn framed(
+/// `Mcp-Method` plus `Mcp-Name` (the tool name or task ID). Public for the load generator of
+/// `bench/`, which sends the same requests as these tests.
+pub fn framed(
     method: &str,
     mut params: Value,
     declare_tasks: bool,
@@ -308,7 +321,7 @@ fn framed(
 }
 
 /// The JSON messages in the `data:` lines of an SSE text.
-fn sse_messages(text: &str) -> Vec<Value> {
+pub fn sse_messages(text: &str) -> Vec<Value> {
     text.split("\n\n")
         .filter_map(|event| {
             let data: Vec<&str> = event

@@ -1,6 +1,8 @@
 //! The kube-backed [`TaskStore`]: a reflector watch cache over `McpTask` in one namespace,
 //! direct reads on a cache miss, merge patches for writes, and an overlay of this replica's own
-//! writes so that its next read sees them before the watch does.
+//! writes so that its next read sees them before the watch does. Every API call is bounded by a
+//! timeout, and the watch starts afresh (a new list) when the API server is reachable again
+//! after an outage ([`crate::apihealth`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -18,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::{StoreError, TaskStore};
 
@@ -27,6 +29,8 @@ use super::{StoreError, TaskStore};
 const OVERLAY_TTL: Duration = Duration::from_secs(60);
 /// Changes buffered for slow subscribers before they lag (and re-read).
 const CHANGE_BUFFER: usize = 1024;
+/// Limit of one API call when none is configured (see [`KubeTaskStore::watched`]).
+pub const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Tasks in one namespace, read through the watch cache.
 pub struct KubeTaskStore {
@@ -38,6 +42,8 @@ pub struct KubeTaskStore {
     overlay: Mutex<HashMap<String, (Instant, Arc<McpTask>)>>,
     changes: broadcast::Sender<Arc<McpTask>>,
     synced: AtomicBool,
+    /// Limit of each create, get and patch.
+    api_timeout: Duration,
 }
 
 impl KubeTaskStore {
@@ -47,9 +53,23 @@ impl KubeTaskStore {
         client: Client,
         namespace: &str,
     ) -> (Arc<Self>, impl Future<Output = ()> + Send + use<>) {
+        // Nobody reports reachability: the watch is never restarted.
+        let (_, reachable) = watch::channel(true);
+        Self::watched(client, namespace, reachable, DEFAULT_API_TIMEOUT)
+    }
+
+    /// [`KubeTaskStore::new`] whose watch starts afresh each time `reachable` turns `true`
+    /// again (the store counts as unsynced until the new list is complete), and whose API calls
+    /// each give up after `api_timeout`.
+    pub fn watched(
+        client: Client,
+        namespace: &str,
+        mut reachable: watch::Receiver<bool>,
+        api_timeout: Duration,
+    ) -> (Arc<Self>, impl Future<Output = ()> + Send + use<>) {
         let api = Api::namespaced(client.clone(), namespace);
         let guarded: Api<DeserializeGuard<McpTask>> = Api::namespaced(client, namespace);
-        let (cache, writer) = reflector::store();
+        let (cache, mut writer) = reflector::store();
         let store = Arc::new(Self {
             api,
             namespace: namespace.to_owned(),
@@ -57,38 +77,90 @@ impl KubeTaskStore {
             overlay: Mutex::default(),
             changes: broadcast::channel(CHANGE_BUFFER).0,
             synced: AtomicBool::new(false),
+            api_timeout,
         });
         let driver = {
             let store = store.clone();
             async move {
-                let ready = {
-                    let store = store.clone();
-                    async move {
-                        if store.cache.wait_until_ready().await.is_ok() {
-                            store.synced.store(true, Ordering::Release);
+                loop {
+                    // managedFields are never served: dropping them halves what a cached task
+                    // costs to hold and to clone on every tasks/get (see docs/BENCHMARKS.md).
+                    let stream = watcher(guarded.clone(), watcher::Config::default())
+                        .default_backoff()
+                        .modify(|guard| {
+                            if let Ok(task) = guard.0.as_mut() {
+                                task.metadata.managed_fields = None;
+                            }
+                        });
+                    let mut stream = std::pin::pin!(stream);
+                    reachable.mark_unchanged();
+                    loop {
+                        tokio::select! {
+                            event = stream.next() => match event {
+                                Some(event) => store.apply(&mut writer, event),
+                                None => break,
+                            },
+                            Ok(()) = reachable.changed() => {
+                                if *reachable.borrow_and_update() {
+                                    tracing::info!("restarting the McpTask watch after an API server outage");
+                                    store.synced.store(false, Ordering::Release);
+                                    break;
+                                }
+                            }
                         }
                     }
-                };
-                let watch = watcher(guarded, watcher::Config::default())
-                    .default_backoff()
-                    .reflect(writer)
-                    .applied_objects()
-                    .for_each(|event| {
-                        match event {
-                            Ok(DeserializeGuard(Ok(task))) => store.observe(Arc::new(task)),
-                            Ok(DeserializeGuard(Err(invalid))) => {
-                                tracing::warn!(error = %invalid, "skipping malformed McpTask");
-                            }
-                            Err(error) => {
-                                tracing::warn!(error = %error, "McpTask watch failed; retrying")
-                            }
-                        }
-                        futures::future::ready(())
-                    });
-                futures::join!(ready, watch);
+                }
             }
         };
         (store, driver)
+    }
+
+    /// One watch event: into the cache (the reflector's writer), then to subscribers.
+    fn apply(
+        &self,
+        writer: &mut reflector::store::Writer<DeserializeGuard<McpTask>>,
+        event: Result<watcher::Event<DeserializeGuard<McpTask>>, watcher::Error>,
+    ) {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(error = %error, "McpTask watch failed; retrying");
+                return;
+            }
+        };
+        writer.apply_watcher_event(&event);
+        match event {
+            watcher::Event::Apply(DeserializeGuard(Ok(task)))
+            | watcher::Event::InitApply(DeserializeGuard(Ok(task))) => self.observe(Arc::new(task)),
+            watcher::Event::Apply(DeserializeGuard(Err(invalid)))
+            | watcher::Event::InitApply(DeserializeGuard(Err(invalid))) => {
+                tracing::warn!(error = %invalid, "skipping malformed McpTask");
+            }
+            watcher::Event::InitDone => self.synced.store(true, Ordering::Release),
+            watcher::Event::Init | watcher::Event::Delete(_) => {}
+        }
+    }
+
+    /// Runs one API call under the store's timeout; both failures name `operation` and `name`.
+    async fn call<T>(
+        &self,
+        operation: &'static str,
+        name: &str,
+        request: impl Future<Output = Result<T, ::kube::Error>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.api_timeout, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(source)) => Err(StoreError::Api {
+                operation,
+                name: name.to_owned(),
+                source,
+            }),
+            Err(_) => Err(StoreError::Timeout {
+                operation,
+                name: name.to_owned(),
+                seconds: self.api_timeout.as_secs(),
+            }),
+        }
     }
 
     /// A watch event: drop the overlay entry it supersedes and tell subscribers.
@@ -140,17 +212,15 @@ impl KubeTaskStore {
 
     async fn patch(&self, id: &str, patch: Value) -> Result<(), StoreError> {
         let params = PatchParams::default();
-        match self.api.patch(id, &params, &Patch::Merge(&patch)).await {
-            Ok(task) => {
-                self.remember(task);
-                Ok(())
-            }
-            Err(source) => Err(StoreError::Api {
-                operation: "patch",
-                name: id.to_owned(),
-                source,
-            }),
-        }
+        let task = self
+            .call(
+                "patch",
+                id,
+                self.api.patch(id, &params, &Patch::Merge(&patch)),
+            )
+            .await?;
+        self.remember(task);
+        Ok(())
     }
 }
 
@@ -164,15 +234,14 @@ fn is_newer(a: &McpTask, b: &McpTask) -> bool {
 impl TaskStore for KubeTaskStore {
     fn create(&self, task: McpTask) -> BoxFuture<'_, Result<Arc<McpTask>, StoreError>> {
         Box::pin(async move {
+            let name = task.name_any();
             let stored = self
-                .api
-                .create(&PostParams::default(), &task)
-                .await
-                .map_err(|source| StoreError::Api {
-                    operation: "create",
-                    name: task.name_any(),
-                    source,
-                })?;
+                .call(
+                    "create",
+                    &name,
+                    self.api.create(&PostParams::default(), &task),
+                )
+                .await?;
             Ok(self.remember(stored))
         })
     }
@@ -183,15 +252,7 @@ impl TaskStore for KubeTaskStore {
                 return Ok(Some(task));
             }
             // A task created a moment ago on another replica may not be in this cache yet.
-            let task = self
-                .api
-                .get_opt(id)
-                .await
-                .map_err(|source| StoreError::Api {
-                    operation: "get",
-                    name: id.to_owned(),
-                    source,
-                })?;
+            let task = self.call("get", id, self.api.get_opt(id)).await?;
             Ok(task.map(Arc::new))
         })
     }

@@ -1,5 +1,6 @@
 //! HTTP-level tests: the whole router over the in-memory task store, driven with `oneshot`.
 
+mod apihealth;
 mod auth;
 mod calls;
 mod listen;
