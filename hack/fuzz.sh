@@ -48,7 +48,10 @@ for target in "${targets[@]}"; do
   [ -z "$FUZZ_SECONDS" ] || limit=(-max_total_time="$FUZZ_SECONDS")
   echo "fuzz: $target ${limit[*]}" >&2
   # First corpus dir is written (scratch), the second only read (the committed seeds).
+  # libFuzzer's line per new input (NEW, REDUCE, pulse) is left out; the rest, a crash
+  # report and the final stats included, is shown.
   cargo "${toolchain[@]}" fuzz run --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" "$target" \
     "$scratch" "fuzz/corpus/$target" -- \
-    "${limit[@]}" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
+    "${limit[@]}" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 |
+    grep --line-buffered -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)[[:space:]]'
 done
