@@ -9,6 +9,17 @@ use crate::{chart_dir, helm, kubectl};
 /// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
 pub const NODE_IP: &str = "10.244.0.1";
 
+/// `--set` values of the stack the end-to-end, fault and load tests install: namespace-scoped,
+/// 2 operator and 2 front-end replicas, and no authentication (the conformance suite sends no
+/// token; every client is the same anonymous caller).
+pub const ANONYMOUS_TWO_REPLICAS: &[&str] = &[
+    "rbac.scope=namespace",
+    "operator.replicaCount=2",
+    "frontend.replicaCount=2",
+    "frontend.auth.mode=none",
+    "frontend.auth.allowUnauthenticated=true",
+];
+
 /// Stdout then stderr of a finished command, for failure messages.
 pub fn output_text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)

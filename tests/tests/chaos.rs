@@ -27,7 +27,9 @@ use mcp_task_operator_tests::faults::{
 };
 use mcp_task_operator_tests::mcp_client::{Mcp, framed};
 use mcp_task_operator_tests::operator::{TaskRecorder, ensure_example_images};
-use mcp_task_operator_tests::stack::{NODE_IP, Release, install, output_text};
+use mcp_task_operator_tests::stack::{
+    ANONYMOUS_TWO_REPLICAS, NODE_IP, Release, install, output_text,
+};
 use mcp_task_operator_tests::traffic::{Record, Traffic, wait_for_tools};
 use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl, with_temp_ns};
 use serde_json::{Value, json};
@@ -142,19 +144,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
         ensure_crds(&client).await;
         block_in_place(ensure_example_images);
         let _release = Release::new(&ns, RELEASE);
-        let port = block_in_place(|| {
-            install(
-                &ns,
-                RELEASE,
-                &[
-                    "rbac.scope=namespace",
-                    "operator.replicaCount=2",
-                    "frontend.replicaCount=2",
-                    "frontend.auth.mode=none",
-                    "frontend.auth.allowUnauthenticated=true",
-                ],
-            )
-        });
+        let port = block_in_place(|| install(&ns, RELEASE, ANONYMOUS_TWO_REPLICAS));
         let tools = chart_dir().join("../../examples/conformance/mcptools.yaml");
         let tools = tools.to_str().expect("UTF-8 path");
         block_in_place(|| {

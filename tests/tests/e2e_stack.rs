@@ -28,7 +28,9 @@ use mcp_task_operator_tests::fixture_tools::{
     CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
 };
 use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{NODE_IP, Relay, Release, install, output_text};
+use mcp_task_operator_tests::stack::{
+    ANONYMOUS_TWO_REPLICAS, NODE_IP, Relay, Release, install, output_text,
+};
 use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
 use serde_json::{Value, json};
 
@@ -127,17 +129,7 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         let begun = Instant::now();
         ensure_crds(&client).await;
         let _release = Release::new(&ns, RELEASE);
-        let port = install(
-            &ns,
-            RELEASE,
-            &[
-                "rbac.scope=namespace",
-                "operator.replicaCount=2",
-                "frontend.replicaCount=2",
-                "frontend.auth.mode=none",
-                "frontend.auth.allowUnauthenticated=true",
-            ],
-        );
+        let port = install(&ns, RELEASE, ANONYMOUS_TWO_REPLICAS);
         eprintln!(
             "chart installed and rolled out in {:.1} s",
             begun.elapsed().as_secs_f64()

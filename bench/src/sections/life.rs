@@ -2,8 +2,8 @@
 //! Rust tool, which prints the wall-clock time with each line: created → Job → pod running,
 //! pod exit → terminal status, status line → `statusMessage`, cancel → `cancelled`.
 //!
-//! The method is `tests/tests/operator_latency.rs`'s (watch delivery time minus the time the
-//! event happened), on the shared helpers of `mcp_task_operator_tests::operator`.
+//! Each figure is the watch's delivery time minus the time the event happened, on the shared
+//! helpers of `mcp_task_operator_tests::operator`.
 
 use std::time::{Duration, SystemTime};
 
