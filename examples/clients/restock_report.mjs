@@ -84,7 +84,7 @@ try {
   const taskId = execution.handle?.taskId ?? "(no task)";
   let last;
   const show = (task) => {
-    const seen = `${task.status} - ${task.statusMessage ?? ""}`;
+    const seen = task.statusMessage ? `${task.status} - ${task.statusMessage}` : task.status;
     if (seen !== last) console.log(`task ${taskId}: ${seen}`);
     last = seen;
   };

@@ -81,12 +81,13 @@ async def run(args: argparse.Namespace) -> int:
         handle = await client.session.call_tool("restock_report", arguments, allow_claimed=True)
         task_id = handle.task_id
         print(f"task {task_id}: {handle.status}", flush=True)
-        last = None
+        last = (handle.status, None)
         while True:
             task = await client.session.send_request(GetTask(params=TaskParams(taskId=task_id)), Task)
             seen = (task.status, task.status_message)
             if seen != last:
-                print(f"task {task_id}: {task.status} - {task.status_message or ''}", flush=True)
+                message = f" - {task.status_message}" if task.status_message else ""
+                print(f"task {task_id}: {task.status}{message}", flush=True)
                 last = seen
             # Statuses come at the poll interval, not one per SKU: cancel at the first one at or past N.
             recounted = RECOUNTED.search(task.status_message or "")
