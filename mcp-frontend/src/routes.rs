@@ -130,14 +130,20 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         refuse_unavailable(&bytes, reason)
     } else if method.as_deref() == Some(listen::METHOD) {
         listen::listen_tasks(route.state.clone(), parts, bytes).await
-    } else if let Some(refused) = has_json_content_type(&parts.headers)
-        .then(|| body::check_message(&bytes).err())
-        .flatten()
-    {
-        // rmcp would answer 415 with a serde message; -32700/-32600 say what is wrong.
-        (*refused).into_response()
     } else {
-        forward(route.rmcp, Request::from_parts(parts, Body::from(bytes))).await
+        let json = has_json_content_type(&parts.headers);
+        let response = forward(route.rmcp, Request::from_parts(parts, Body::from(bytes.clone())));
+        let response = response.await;
+        // rmcp answers a JSON body it cannot read with 415 and a serde message (before it
+        // dispatches anything); -32700/-32600 say what is wrong. Read only then, so a good
+        // message is parsed once, by rmcp.
+        match (json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE)
+            .then(|| body::check_message(&bytes).err())
+            .flatten()
+        {
+            Some(refused) => (*refused).into_response(),
+            None => response,
+        }
     };
     if unavailable_reason(&route.state).is_some() {
         // The client's retry then opens a new connection, which the Service may send to a
