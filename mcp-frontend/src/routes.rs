@@ -132,8 +132,8 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         listen::listen_tasks(route.state.clone(), parts, bytes).await
     } else {
         let json = has_json_content_type(&parts.headers);
-        let response = forward(route.rmcp, Request::from_parts(parts, Body::from(bytes.clone())));
-        let response = response.await;
+        let request = Request::from_parts(parts, Body::from(bytes.clone()));
+        let response = forward(route.rmcp, request).await;
         // rmcp answers a JSON body it cannot read with 415 and a serde message (before it
         // dispatches anything); -32700/-32600 say what is wrong. Read only then, so a good
         // message is parsed once, by rmcp.
