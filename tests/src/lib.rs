@@ -140,6 +140,18 @@ pub fn kubectl(args: &[&str]) -> Output {
         .expect("kubectl runs (make puts the cluster's kubectl on PATH)")
 }
 
+/// Runs kubectl and panics, with its stdout and stderr, when it fails; returns its stdout.
+pub fn kubectl_ok(args: &[&str]) -> String {
+    let out = kubectl(args);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Field manager of every object the tests server-side apply.
 pub const TEST_FIELD_MANAGER: &str = "mcp-task-operator-tests";
 

@@ -31,7 +31,7 @@ use mcp_task_operator_tests::stack::{
     ANONYMOUS_TWO_REPLICAS, NODE_IP, Release, install, output_text,
 };
 use mcp_task_operator_tests::traffic::{Record, Traffic, wait_for_tools};
-use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl, with_temp_ns};
+use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::{JoinHandle, block_in_place};
 
@@ -754,14 +754,4 @@ fn kill9(pid: u32) {
         .output()
         .expect("kill runs");
     assert!(out.status.success(), "kill -9 {pid}: {}", output_text(&out));
-}
-
-fn kubectl_ok(args: &[&str]) -> String {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed:\n{}",
-        output_text(&out)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
-use mcp_task_operator_tests::{chart_dir, ensure_crds, helm, kubectl, wait_for, with_temp_ns};
+use mcp_task_operator_tests::{chart_dir, ensure_crds, helm, kubectl_ok, wait_for, with_temp_ns};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,17 +21,6 @@ fn helm_ok(args: &[&str]) -> String {
         out.status.success(),
         "helm {args:?} failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs kubectl and panics when it fails; returns stdout.
-fn kubectl_ok(args: &[&str]) -> String {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()

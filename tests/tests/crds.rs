@@ -9,7 +9,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use mcp_task_operator_crds::{McpTask, McpTool};
-use mcp_task_operator_tests::{TEST_FIELD_MANAGER, ensure_crds, kubectl, with_temp_ns};
+use mcp_task_operator_tests::{TEST_FIELD_MANAGER, ensure_crds, kubectl, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Reads a YAML file of the repository as JSON.
@@ -543,17 +543,6 @@ async fn kubectl_explain_documents_the_pod_template() {
     assert!(containers.contains("Container image name"), "{containers}");
     let status = kubectl_ok(&["explain", "mcptask.status.status"]);
     assert!(status.contains("terminal"), "{status}");
-}
-
-/// Runs kubectl, asserts it succeeded and returns its stdout.
-fn kubectl_ok(args: &[&str]) -> String {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
 }
 
 /// Asserts the first line of a kubectl table holds exactly `words`.

@@ -28,23 +28,11 @@ use mcp_task_operator_tests::fixture_tools::{
     CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
 };
 use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{
-    ANONYMOUS_TWO_REPLICAS, NODE_IP, Relay, Release, install, output_text,
-};
-use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
+use mcp_task_operator_tests::stack::{ANONYMOUS_TWO_REPLICAS, NODE_IP, Relay, Release, install};
+use mcp_task_operator_tests::{ensure_crds, kubectl, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 
 const RELEASE: &str = "e2e";
-fn kubectl_ok(args: &[&str]) -> String {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed:\n{}",
-        output_text(&out)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Polls `tasks/get` every 50 ms until `status`; returns the result, the time it took and
 /// every change of status or statusMessage seen on the way (seconds since `since`, status,
 /// message).

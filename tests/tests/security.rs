@@ -18,8 +18,8 @@ use mcp_task_operator_tests::operator::{
     Operator, answer, apply_example_tools, create_task, create_tool, ensure_example_images,
     failure_reason, result_is_error, result_text, shell_tool, wait_status, wait_terminal,
 };
-use mcp_task_operator_tests::stack::{NODE_IP, Release, install, output_text};
-use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, install};
+use mcp_task_operator_tests::{ensure_crds, kubectl_ok, with_temp_ns};
 use rand::Rng;
 use serde_json::json;
 
@@ -28,17 +28,6 @@ const RESTOCK_TOOL: &str = "examples/restock-report/mcptool.yaml";
 const WRAP_CLI_TOOL: &str = "examples/wrap-cli/mcptool.yaml";
 /// Where the kubelet mounts a ServiceAccount token.
 const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-
-/// Runs kubectl and panics when it fails; returns stdout.
-fn kubectl_ok(args: &[&str]) -> String {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed:\n{}",
-        output_text(&out)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A random bearer token.
 fn random_token() -> String {
