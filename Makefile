@@ -8,9 +8,11 @@ K8S_VERSION ?= 1.34.4
 MTO_CACHE ?= $(HOME)/.cache/mcp-task-operator
 MTO_BIN ?= $(MTO_CACHE)/k8s-v$(K8S_VERSION)
 MTO_STATE ?= $(CURDIR)/.state
+# Tag of our images in integration stacks; checkouts sharing one cluster set their own.
+MTO_IMAGE_TAG ?= dev
 # Compiled dependencies are shared between checkouts (CI clones afresh on the same machine).
 CARGO_TARGET_DIR ?= $(MTO_CACHE)/target
-export K8S_VERSION MTO_CACHE MTO_BIN MTO_STATE CARGO_TARGET_DIR
+export K8S_VERSION MTO_CACHE MTO_BIN MTO_STATE CARGO_TARGET_DIR MTO_IMAGE_TAG
 export PATH := $(MTO_BIN):$(PATH)
 # Integration tests and kubectl talk to the local cluster.
 CLUSTER_KUBECONFIG := $(MTO_STATE)/kubeconfig
@@ -77,7 +79,7 @@ images: ## build the example tool images (imported when the cluster runs)
 
 .PHONY: integration
 integration: ## integration and end-to-end tests against the running local cluster
-	PROFILE=debug hack/build-images.sh
+	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
 	MTO_CLIENTS=$$(hack/clients.sh) \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
@@ -86,7 +88,7 @@ integration: ## integration and end-to-end tests against the running local clust
 
 .PHONY: chaos
 chaos: ## fault suite on the running cluster: SIGKILLs, API server restart, kubelet stop, partition
-	PROFILE=debug hack/build-images.sh
+	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
 	$(MAKE) chaos-run
 
@@ -103,7 +105,7 @@ chaos-run:
 
 .PHONY: load
 load: ## mixed load on 2 front-end replicas for LOAD_SECONDS (600): errors, latency, memory
-	PROFILE=debug hack/build-images.sh
+	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked \
 	  --test load -- --ignored --nocapture

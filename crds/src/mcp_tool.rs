@@ -169,6 +169,15 @@ pub struct McpToolSpec {
         "self.all(k, k.matches('^[A-Za-z0-9_.-]{1,64}$'))"
     ).message("startInputs keys must be 1 to 64 letters, digits, '_', '-' or '.'"))]
     pub start_inputs: Option<BTreeMap<String, StartInput>>,
+
+    /// Whether the tool signs its contract messages with the task's nonce (default false).
+    /// When true, each task gets a random nonce in the file /var/run/mcp/message-nonce, and a
+    /// stdout line counts as a contract message only when it carries `"nonce": "<that value>"`;
+    /// any other `{"mcp": ...}` line is an ordinary log line. Set it for tools that print
+    /// content from elsewhere (a fetched page, a wrapped command's output), so that content
+    /// cannot report a result, an error or an input request in the tool's name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub message_nonce: bool,
 }
 
 /// Whether calls of a tool run as MCP tasks.

@@ -20,6 +20,12 @@ pub const ANONYMOUS_TWO_REPLICAS: &[&str] = &[
     "frontend.auth.allowUnauthenticated=true",
 ];
 
+/// Tag of our images in the stack: `MTO_IMAGE_TAG`, default `dev` (what `hack/build-images.sh`
+/// builds without `IMAGE_TAG`); two checkouts testing on one cluster each set their own.
+pub fn image_tag() -> String {
+    std::env::var("MTO_IMAGE_TAG").unwrap_or_else(|_| "dev".to_owned())
+}
+
 /// Stdout then stderr of a finished command, for failure messages.
 pub fn output_text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
@@ -38,10 +44,13 @@ pub fn install(ns: &str, release: &str, sets: &[&str]) -> u16 {
         let port: u16 = rand::rng().random_range(30100..=32700);
         let node_port = format!("frontend.service.nodePort={port}");
         let hosts = format!("frontend.config.allowedHosts={{{NODE_IP}}}");
+        let tag = image_tag();
+        let operator_tag = format!("operator.image.tag={tag}");
+        let frontend_tag = format!("frontend.image.tag={tag}");
         let base = [
             "crds.install=false",
-            "operator.image.tag=dev",
-            "frontend.image.tag=dev",
+            &operator_tag,
+            &frontend_tag,
             "frontend.service.type=NodePort",
             &node_port,
             &hosts,

@@ -384,12 +384,12 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
         ]);
         let chart = chart_dir();
         let chart = chart.to_str().expect("UTF-8 path");
-        let images = [
-            "--set",
-            "operator.image.tag=dev",
-            "--set",
-            "frontend.image.tag=dev",
-        ];
+        let tag = mcp_task_operator_tests::stack::image_tag();
+        let (operator_tag, frontend_tag) = (
+            format!("operator.image.tag={tag}"),
+            format!("frontend.image.tag={tag}"),
+        );
+        let images = ["--set", &operator_tag, "--set", &frontend_tag];
         // This release owns the CRDs (`crds.install`). They exist already (every test applies
         // them), so it takes them over, as a release does after an older chart's `crds/`.
         let mut install = vec![
