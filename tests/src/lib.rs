@@ -221,4 +221,5 @@ pub mod mcp_client;
 pub mod operator;
 pub mod stack;
 pub mod status_writer;
+pub mod token_relay;
 pub mod traffic;

@@ -5,6 +5,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 
 const url = process.argv[2];
+// A bearer token for the front end, when it authenticates callers (MCP_BEARER_TOKEN).
+const authorization = process.env.MCP_BEARER_TOKEN ? { authorization: `Bearer ${process.env.MCP_BEARER_TOKEN}` } : {};
 const protocolVersion = "2026-07-28";
 const clientInfo = { name: "mto-ts-client", version: "1.0.0" };
 // Declared on every request the SDK frames, so subscriptions/listen may ask for taskIds.
@@ -27,6 +29,7 @@ async function rawDispatch(request, options = {}) {
     "mcp-protocol-version": protocolVersion,
     "mcp-method": request.method,
     ...(name === undefined ? {} : { "mcp-name": String(name) }),
+    ...authorization,
   });
   for (const [key, value] of Object.entries(options.context?.headers ?? {})) headers.set(key, value);
   const response = await fetch(url, {
@@ -46,7 +49,7 @@ const client = new Client(clientInfo, {
   capabilities: clientCapabilities,
   versionNegotiation: { mode: "auto" },
 });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: authorization } }));
 report("connected", { era: client.getProtocolEra() });
 
 const session = createTaskSessionFromClient(client, {
