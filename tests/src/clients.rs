@@ -53,8 +53,9 @@ pub fn steps<'a>(lines: &'a [Value], step: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["step"] == step).collect()
 }
 
-/// Runs `tests/clients/ts/tasks.mjs` against `url` and returns its lines.
-pub async fn run_typescript_flows(url: &str) -> Vec<Value> {
+/// Runs `tests/clients/ts/tasks.mjs` against `url` (sending `token` as its bearer token, when
+/// given) and returns its lines.
+pub async fn run_typescript_flows(url: &str, token: Option<&str>) -> Vec<Value> {
     let clients = clients_dir();
     // ESM resolves packages next to the script, so run a copy beside the clients' modules.
     let dir = std::env::temp_dir().join(format!(
@@ -68,6 +69,7 @@ pub async fn run_typescript_flows(url: &str) -> Vec<Value> {
     std::fs::copy(script("ts/tasks.mjs"), dir.join("tasks.mjs")).expect("copy script");
     let mut command = Command::new(clients.join("node22"));
     command.arg(dir.join("tasks.mjs")).arg(url);
+    with_token(&mut command, token);
     let lines = run_json(command).await;
     let _ = std::fs::remove_dir_all(&dir);
     lines
@@ -107,11 +109,20 @@ pub fn assert_typescript_flows(lines: &[Value]) {
     assert_eq!(steps(lines, "cancel")[0]["status"], "cancelled");
 }
 
-/// Runs `tests/clients/py/tasks.py` against `url` and returns its lines.
-pub async fn run_python_flows(url: &str) -> Vec<Value> {
+/// Runs `tests/clients/py/tasks.py` against `url` (sending `token` as its bearer token, when
+/// given) and returns its lines.
+pub async fn run_python_flows(url: &str, token: Option<&str>) -> Vec<Value> {
     let mut command = Command::new(clients_dir().join("py/bin/python"));
     command.arg(script("py/tasks.py")).arg(url);
+    with_token(&mut command, token);
     run_json(command).await
+}
+
+/// Gives a test client its bearer token in `MCP_BEARER_TOKEN` (never on the command line).
+fn with_token(command: &mut Command, token: Option<&str>) {
+    if let Some(token) = token {
+        command.env("MCP_BEARER_TOKEN", token);
+    }
 }
 
 /// Checks the Python SDK's poll, input, cancel and listen flows.

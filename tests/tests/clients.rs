@@ -33,7 +33,7 @@ where
 #[tokio::test]
 async fn typescript_client_with_ext_tasks_polls_answers_input_listens_and_cancels() {
     with_frontend(|url| async move {
-        assert_typescript_flows(&run_typescript_flows(&url).await);
+        assert_typescript_flows(&run_typescript_flows(&url, None).await);
     })
     .await;
 }
@@ -41,7 +41,7 @@ async fn typescript_client_with_ext_tasks_polls_answers_input_listens_and_cancel
 #[tokio::test]
 async fn python_sdk_with_a_tasks_extension_polls_answers_input_listens_and_cancels() {
     with_frontend(|url| async move {
-        assert_python_flows(&run_python_flows(&url).await);
+        assert_python_flows(&run_python_flows(&url, None).await);
     })
     .await;
 }

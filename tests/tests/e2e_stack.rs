@@ -181,8 +181,8 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         // 2. and 3. The clients and the restock report, at the same time.
         let started = Instant::now();
         let (ts, py, report) = tokio::join!(
-            run_typescript_flows(&url),
-            run_python_flows(&url),
+            run_typescript_flows(&url, None),
+            run_python_flows(&url, None),
             run_restock_report(&url, &["--delay-ms", "20"]),
         );
         eprintln!(

@@ -9,11 +9,14 @@ answers input with tasks/update until the task ends), and binds `notifications/t
 """
 
 import json
+import os
 import sys
 from typing import Any, ClassVar, Literal
 
 import anyio
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.extension import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, NotificationParams, Request, RequestParams, Result
 from mcp_types import SubscriptionFilter, SubscriptionsListenRequest, SubscriptionsListenRequestParams
@@ -127,7 +130,11 @@ async def main(url: str) -> None:
     tasks = TasksExtension(confirm)
     # The elicitation callback also declares the elicitation capability: without it the server
     # must not show the task's elicitation requests.
-    async with Client(url, extensions=[tasks], elicitation_callback=confirm) as client:
+    # A bearer token for the front end, when it authenticates callers (MCP_BEARER_TOKEN).
+    token = os.environ.get("MCP_BEARER_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    server = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+    async with Client(server, extensions=[tasks], elicitation_callback=confirm) as client:
         report("connected", protocolVersion=client.protocol_version)
 
         # Poll: call_tool hands the task handle to the extension, which polls it to the end.
