@@ -119,6 +119,7 @@ enum Attempt {
 pub struct Traffic {
     url: String,
     http: HttpClient<HttpConnector, Full<Bytes>>,
+    token: Option<String>,
     /// Where attempts are recorded.
     pub record: Record,
 }
@@ -129,8 +130,15 @@ impl Traffic {
         Self {
             url: url.to_owned(),
             http: http_client(),
+            token: None,
             record,
         }
+    }
+
+    /// The same client sending `Authorization: Bearer <token>`.
+    pub fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_owned());
+        self
     }
 
     /// Calls `method` (declaring the tasks extension) until it succeeds; returns its `result`.
@@ -227,6 +235,9 @@ impl Traffic {
             .header("mcp-protocol-version", PROTOCOL_VERSION);
         for (name, value) in headers {
             request = request.header(*name, value);
+        }
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
         }
         request
             .body(Full::new(Bytes::from(body.to_string())))
@@ -358,10 +369,14 @@ impl Traffic {
     }
 }
 
-/// Waits until `tools/list` at `url` names every tool in `names`, retrying while the Service
-/// is not reachable yet (kube-proxy programs a new NodePort a moment after the install).
-pub async fn wait_for_tools(url: &str, names: &[&str]) {
-    let traffic = Traffic::new(url, Record::default());
+/// Waits until `tools/list` through `traffic` names every tool in `names`, retrying while the
+/// Service is not reachable yet (kube-proxy programs a new NodePort a moment after the install).
+/// These calls are not recorded in `traffic.record`.
+pub async fn wait_for_tools(traffic: &Traffic, names: &[&str]) {
+    let traffic = Traffic {
+        record: Record::default(),
+        ..traffic.clone()
+    };
     let started = Instant::now();
     loop {
         let listed = traffic

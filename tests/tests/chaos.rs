@@ -160,7 +160,12 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
             ]);
         });
         let url = format!("http://{NODE_IP}:{port}/mcp");
-        wait_for_tools(&url, &["slow_compute", "failing_job", "protocol_error_job"]).await;
+        let traffic = Traffic::new(&url, Record::default());
+        wait_for_tools(
+            &traffic,
+            &["slow_compute", "failing_job", "protocol_error_job"],
+        )
+        .await;
         let (scale_name, scale) = scale();
         eprintln!(
             "chaos ({scale_name}): stack installed in {:.1} s",
@@ -169,7 +174,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
         let mut suite = Suite {
             recorder: TaskRecorder::start(&client, &ns).await,
             jobs: JobRecorder::start(&client, &ns),
-            traffic: Traffic::new(&url, Record::default()),
+            traffic,
             client,
             ns,
             scale,

@@ -75,10 +75,9 @@ async fn mixed_load_keeps_errors_latency_and_memory_in_bounds() {
         {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        wait_for_tools(&url, &[TOOL]).await;
-
         let record = Record::default();
         let traffic = Traffic::new(&url, record.clone());
+        wait_for_tools(&traffic, &[TOOL]).await;
         let started = Instant::now();
         let until = started + Duration::from_secs(seconds);
         let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
