@@ -2,6 +2,8 @@
 //! operator's power (its ServiceAccount, privileged, hostPath, hostNetwork) are not Ready; the
 //! allow switches let the same templates through; a task of such a tool fails and no Job exists.
 
+use std::time::{Duration, Instant};
+
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
@@ -103,6 +105,23 @@ async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) 
         .unwrap_or_default()
 }
 
+/// Waits until the tool has an Event with `reason` (published after its status is written);
+/// returns its type and message.
+async fn tool_event(client: &Client, ns: &str, name: &str, reason: &str) -> (String, String) {
+    let started = Instant::now();
+    loop {
+        let events = events_for(client, ns, "McpTool", name).await;
+        if let Some(e) = events.iter().find(|e| e.reason == reason) {
+            return (e.type_.clone(), e.message.clone());
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "no {reason} Event on {name}: {events:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
     with_temp_ns("policy-tools", |client, ns| async move {
@@ -141,12 +160,10 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
                 message.contains("(operator tool policy"),
                 "{name}: {message}"
             );
-            let events = events_for(&client, &ns, "McpTool", &name).await;
-            assert!(
-                events
-                    .iter()
-                    .any(|e| e.reason == REFUSED && e.type_ == "Warning" && e.message == message),
-                "{name}: {events:#?}"
+            let (kind, note) = tool_event(&client, &ns, &name, REFUSED).await;
+            assert_eq!(
+                (kind.as_str(), note.as_str()),
+                ("Warning", message.as_str())
             );
         }
     })
