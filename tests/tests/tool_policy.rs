@@ -147,6 +147,16 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
             ("True", "Valid"),
             "{message}"
         );
+        // A tool the policy allows still runs.
+        let task = create_task(&client, &ns, "plain", json!({})).await;
+        let id = task.metadata.name.clone().expect("name");
+        let done = wait_terminal(&client, &ns, &id).await;
+        assert_eq!(
+            done.task_status(),
+            TaskStatus::Completed,
+            "{:?}",
+            done.status
+        );
         for (tool, path) in &offending {
             let name = tool.metadata.name.clone().expect("name");
             let (status, reason, message) = ready(&client, &ns, &name).await;
