@@ -26,7 +26,7 @@ pub const BASELINE_CAPABILITIES: [&str; 13] = [
 ];
 
 /// What tool templates may ask for (`MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS` and
-/// `MCP_OPERATOR_TOOL_POLICY_*`); the default forbids everything it can.
+/// `MCP_OPERATOR_TOOL_POLICY_*`); by default no switch allows anything and no name is listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolPolicy {
     /// ServiceAccount names no tool may run as, in any namespace: the operator's and the front
