@@ -6,8 +6,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::policy::ToolPolicy;
+
 /// Prefix of every operator environment variable.
 pub const ENV_PREFIX: &str = "MCP_OPERATOR_";
+/// Most names `MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS` may list.
+pub const MAX_FORBIDDEN_SERVICE_ACCOUNTS: usize = 64;
 
 /// Typed operator configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +41,11 @@ pub struct Config {
     pub lease_duration: Duration,
     /// This replica's identity in the Lease (`POD_NAME`, else the host name, else `operator`).
     pub identity: String,
+    /// What `McpTool` pod templates may not ask for (`MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS`,
+    /// a comma-separated list of ServiceAccount names, default none; and
+    /// `MCP_OPERATOR_TOOL_POLICY_ALLOW_{PRIVILEGED,HOST_NAMESPACES,HOST_PATH}`, `true` or
+    /// `false`, default `false`). See [`ToolPolicy`].
+    pub tool_policy: ToolPolicy,
 }
 
 /// A variable holds a value that cannot be used.
@@ -95,6 +104,20 @@ impl Config {
             lease_namespace,
             lease_duration: Duration::from_secs(positive(var("LEASE_DURATION_SECONDS"), 15)?),
             identity,
+            tool_policy: ToolPolicy {
+                forbidden_service_accounts: account_names(var("FORBIDDEN_SERVICE_ACCOUNTS"))?,
+                allow_privileged: parse(
+                    var("TOOL_POLICY_ALLOW_PRIVILEGED"),
+                    "false",
+                    BOOL_EXPECTED,
+                )?,
+                allow_host_namespaces: parse(
+                    var("TOOL_POLICY_ALLOW_HOST_NAMESPACES"),
+                    "false",
+                    BOOL_EXPECTED,
+                )?,
+                allow_host_path: parse(var("TOOL_POLICY_ALLOW_HOST_PATH"), "false", BOOL_EXPECTED)?,
+            },
         })
     }
 }
@@ -110,6 +133,44 @@ fn parse<T: std::str::FromStr>(
         value: raw.clone(),
         expected,
     })
+}
+
+const BOOL_EXPECTED: &str = "true or false";
+
+/// A comma-separated list of ServiceAccount names (blank entries skipped), each a DNS-1123
+/// subdomain as the API server requires, at most [`MAX_FORBIDDEN_SERVICE_ACCOUNTS`] of them.
+fn account_names((name, value): (String, Option<String>)) -> Result<Vec<String>, ConfigError> {
+    let raw = value.unwrap_or_default();
+    let names: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let invalid = |expected| ConfigError {
+        name: name.clone(),
+        value: raw.clone(),
+        expected,
+    };
+    if names.len() > MAX_FORBIDDEN_SERVICE_ACCOUNTS {
+        return Err(invalid("at most 64 comma-separated ServiceAccount names"));
+    }
+    if !names.iter().all(|n| is_dns_subdomain(n)) {
+        return Err(invalid(
+            "comma-separated ServiceAccount names (lowercase letters, digits, '-' and '.', \
+             starting and ending with a letter or digit, at most 253 characters)",
+        ));
+    }
+    Ok(names)
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let bytes = name.as_bytes();
+    name.len() <= 253
+        && bytes.first().copied().is_some_and(alnum)
+        && bytes.last().copied().is_some_and(alnum)
+        && bytes.iter().all(|&b| alnum(b) || b == b'-' || b == b'.')
 }
 
 fn positive(var: (String, Option<String>), default: u64) -> Result<u64, ConfigError> {
@@ -151,6 +212,7 @@ mod tests {
         assert_eq!(c.lease_namespace, "default");
         assert_eq!(c.lease_duration, Duration::from_secs(15));
         assert_eq!(c.identity, "operator");
+        assert_eq!(c.tool_policy, ToolPolicy::default());
     }
 
     #[test]
@@ -164,6 +226,13 @@ mod tests {
             ("MCP_OPERATOR_LEASE_NAME", "lease"),
             ("POD_NAMESPACE", "mcp-system"),
             ("POD_NAME", "operator-0"),
+            (
+                "MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS",
+                " mto-operator, ,mto-mcp-frontend ",
+            ),
+            ("MCP_OPERATOR_TOOL_POLICY_ALLOW_PRIVILEGED", "true"),
+            ("MCP_OPERATOR_TOOL_POLICY_ALLOW_HOST_NAMESPACES", "false"),
+            ("MCP_OPERATOR_TOOL_POLICY_ALLOW_HOST_PATH", "true"),
         ])
         .unwrap();
         assert_eq!(c.namespace.as_deref(), Some("tools"));
@@ -174,6 +243,38 @@ mod tests {
         assert_eq!(c.lease_name, "lease");
         assert_eq!(c.lease_namespace, "mcp-system");
         assert_eq!(c.identity, "operator-0");
+        assert_eq!(
+            c.tool_policy,
+            ToolPolicy {
+                forbidden_service_accounts: vec!["mto-operator".into(), "mto-mcp-frontend".into()],
+                allow_privileged: true,
+                allow_host_namespaces: false,
+                allow_host_path: true,
+            }
+        );
+    }
+
+    #[test]
+    fn tool_policy_values_are_checked() {
+        let err = config(&[("MCP_OPERATOR_TOOL_POLICY_ALLOW_HOST_PATH", "yes")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"yes\" for MCP_OPERATOR_TOOL_POLICY_ALLOW_HOST_PATH: true or false"
+        );
+        let long = "a".repeat(254);
+        for bad in ["Operator", "a/b", "-a", "a b,c", long.as_str()] {
+            let err = config(&[("MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS", bad)]).unwrap_err();
+            assert_eq!(err.name, "MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS", "{bad}");
+        }
+        let many = vec!["sa"; MAX_FORBIDDEN_SERVICE_ACCOUNTS + 1].join(",");
+        let err =
+            config(&[("MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS", many.as_str())]).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("at most 64 comma-separated ServiceAccount names")
+        );
+        let most = vec!["sa"; MAX_FORBIDDEN_SERVICE_ACCOUNTS].join(",");
+        assert!(config(&[("MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS", most.as_str())]).is_ok());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod policy;
 pub mod state;
 pub mod telemetry;
 

@@ -215,6 +215,31 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
     }
 }
 
+#[test]
+fn the_operator_forbids_tools_the_releases_own_service_accounts() {
+    let policy_env = |sets: &[&str]| {
+        let docs = render("tools", sets);
+        let operator = named(&docs, "Deployment", "mto-mcp-task-operator-operator");
+        let container = &operator["spec"]["template"]["spec"]["containers"][0];
+        let var = |name: &str| env(container, name).expect("policy env var")["value"].clone();
+        let allow = ["PRIVILEGED", "HOST_NAMESPACES", "HOST_PATH"]
+            .map(|s| var(&format!("MCP_OPERATOR_TOOL_POLICY_ALLOW_{s}")));
+        (var("MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS"), allow)
+    };
+    let (names, allow) = policy_env(&[]);
+    let own = "mto-mcp-task-operator-operator,mto-mcp-task-operator-mcp-frontend";
+    assert_eq!(names, own);
+    assert_eq!(allow, ["false"; 3].map(Value::from));
+    let (names, allow) = policy_env(&[
+        "operator.serviceAccount.name=op",
+        "frontend.serviceAccount.name=fe",
+        "operator.toolPolicy.forbiddenServiceAccounts={ci,op}",
+        "operator.toolPolicy.allowHostPath=true",
+    ]);
+    assert_eq!(names, "op,fe,ci");
+    assert_eq!(allow[2], "true");
+}
+
 /// Waits until the Deployment has all replicas of its newest template ready.
 async fn wait_rolled_out(api: &Api<Deployment>, name: &str) -> Deployment {
     let rolled_out = |d: Option<&Deployment>| {

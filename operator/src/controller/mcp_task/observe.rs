@@ -32,6 +32,8 @@ pub enum FailureReason {
     ToolNotFound,
     /// The tool exists but its Job cannot be built from it.
     ToolInvalid,
+    /// The tool's pod template asks for what the operator's tool policy does not allow.
+    TemplateNotAllowed,
 }
 
 impl FailureReason {
@@ -48,6 +50,7 @@ impl FailureReason {
             Self::ResultTooLarge => "ResultTooLarge",
             Self::ToolNotFound => "ToolNotFound",
             Self::ToolInvalid => "ToolInvalid",
+            Self::TemplateNotAllowed => "TemplateNotAllowed",
         }
     }
 
@@ -64,6 +67,9 @@ impl FailureReason {
             Self::ResultTooLarge => "The tool's result is too large to store",
             Self::ToolNotFound => "The task's tool does not exist",
             Self::ToolInvalid => "The task's tool is invalid and cannot run",
+            Self::TemplateNotAllowed => {
+                "The task's tool asks for what the operator's tool policy does not allow"
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ use super::ttl::{Expiry, expiry};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, Result};
+use crate::policy::check_job;
 
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "mcptask";
@@ -106,7 +107,15 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 Some(task.spec.tool.clone()),
             )),
             Some(tool) => build_job(task, tool, &ctx.config)
-                .map_err(|e| Outcome::failure(FailureReason::ToolInvalid, Some(e.to_string()))),
+                .map_err(|e| Outcome::failure(FailureReason::ToolInvalid, Some(e.to_string())))
+                // Again here: the tool may not be Ready, or the policy tightened since.
+                .and_then(|job| match check_job(&job, &ctx.config.tool_policy) {
+                    Ok(()) => Ok(job),
+                    Err(v) => Err(Outcome::failure(
+                        FailureReason::TemplateNotAllowed,
+                        Some(v.to_string()),
+                    )),
+                }),
         };
         match built {
             Ok(desired) => {

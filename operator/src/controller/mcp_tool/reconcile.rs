@@ -53,7 +53,7 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
         .await
         .map_err(|e| Error::kube(KubeOp::List, "McpTool", &namespace, e))?
         .items;
-    let result = validate_tool(tool, &siblings);
+    let result = validate_tool(tool, &siblings, &ctx.config.tool_policy);
     let previous = tool
         .status
         .as_ref()

@@ -1,7 +1,7 @@
 //! Validating an `McpTool`: what the CRD schema cannot check, with messages a user can act on.
 //!
-//! Pure: the tool and the other tools of its namespace in, a [`ValidTool`] or the first
-//! [`ToolInvalid`] out, and the `Ready` condition that reports it.
+//! Pure: the tool, the other tools of its namespace and the operator's tool policy in, a
+//! [`ValidTool`] or the first [`ToolInvalid`] out, and the `Ready` condition that reports it.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -11,6 +11,7 @@ use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use serde_json::Value;
 
 use crate::contract::validate_input_request;
+use crate::policy::{PolicyViolation, ToolPolicy, check_template};
 
 /// What validation learnt about a valid tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub enum ToolInvalid {
         /// The container's name.
         container: String,
     },
+    /// The pod template asks for something the operator's tool policy does not allow.
+    #[error(transparent)]
+    TemplateNotAllowed(#[from] PolicyViolation),
     /// A schema does not compile as a JSON Schema.
     #[error("spec.{field} is not a valid JSON Schema: {detail}")]
     InvalidSchema {
@@ -86,6 +90,7 @@ impl ToolInvalid {
             Self::InvalidName { .. } => "InvalidName",
             Self::NoToolContainer => "NoToolContainer",
             Self::NoImage { .. } => "NoImage",
+            Self::TemplateNotAllowed(_) => "TemplateNotAllowed",
             Self::InvalidSchema { .. } => "InvalidSchema",
             Self::SchemaNotObject { .. } => "InvalidSchema",
             Self::InvalidStartInput { .. } => "InvalidStartInput",
@@ -94,10 +99,12 @@ impl ToolInvalid {
     }
 }
 
-/// Validates `tool` against the other tools of its namespace (`namespace_tools` may include it).
+/// Validates `tool` against the other tools of its namespace (`namespace_tools` may include it)
+/// and the operator's tool `policy`.
 pub fn validate_tool(
     tool: &McpTool,
     namespace_tools: &[McpTool],
+    policy: &ToolPolicy,
 ) -> Result<ValidTool, ToolInvalid> {
     let mcp_name = tool.mcp_name();
     if !is_valid_mcp_name(&mcp_name) {
@@ -111,6 +118,7 @@ pub fn validate_tool(
         .ok_or_else(|| ToolInvalid::NoImage {
             container: container.name.clone(),
         })?;
+    check_template(&tool.spec.template, policy)?;
     validate_schema(
         "inputSchema",
         &Value::Object(tool.spec.input_schema.clone()),

@@ -189,6 +189,38 @@ async fn unknown_tool_fails_the_task() {
 }
 
 #[tokio::test]
+async fn a_tool_the_policy_refuses_fails_the_task_without_a_job() {
+    let task = live_task();
+    // Ready or not, the Job is checked as built: no PATCH of the Job is expected.
+    let mut privileged = tool();
+    let spec = privileged.spec.template.spec.as_mut().unwrap();
+    spec.containers[0].security_context =
+        Some(serde_json::from_value(json!({"privileged": true})).unwrap());
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![privileged])),
+        Call::not_found(JOB),
+        fresh_read(&task),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    let status = &bodies[3]["status"];
+    assert_eq!(status["status"], "failed");
+    assert_eq!(status["error"]["data"]["reason"], "TemplateNotAllowed");
+    let detail = "spec.template.spec.containers[0].securityContext.privileged is not allowed";
+    assert!(
+        status["statusMessage"].as_str().unwrap().contains(detail),
+        "{status}"
+    );
+    assert!(
+        bodies[4]["note"].as_str().unwrap().contains(detail),
+        "{}",
+        bodies[4]
+    );
+    assert_eq!(bodies[4]["type"], "Warning");
+}
+
+#[tokio::test]
 async fn unparsable_task_gets_a_warning_and_waits_for_a_change() {
     let invalid = kube::core::error_boundary::InvalidObject {
         error: "missing field `owner`".into(),

@@ -15,14 +15,14 @@ fn named(name: &str, uid: &str, created: &str, mcp_name: Option<&str>) -> McpToo
 }
 
 fn invalid(t: &McpTool) -> ToolInvalid {
-    validate_tool(t, std::slice::from_ref(t)).unwrap_err()
+    validate_tool(t, std::slice::from_ref(t), &ToolPolicy::default()).unwrap_err()
 }
 
 #[test]
 fn valid_tool_reports_name_and_image() {
     let t = tool();
     assert_eq!(
-        validate_tool(&t, std::slice::from_ref(&t)),
+        validate_tool(&t, std::slice::from_ref(&t), &ToolPolicy::default()),
         Ok(ValidTool {
             mcp_name: "restock_report".into(),
             image: "example.com/report:1".into()
@@ -110,9 +110,9 @@ fn oldest_tool_keeps_a_duplicate_mcp_name() {
     let new = named("b-new", "u2", "2026-08-01T11:00:00Z", Some("report"));
     let other = named("c", "u3", "2026-08-01T09:00:00Z", Some("other"));
     let all = [old.clone(), new.clone(), other];
-    assert!(validate_tool(&old, &all).is_ok());
+    assert!(validate_tool(&old, &all, &ToolPolicy::default()).is_ok());
     assert_eq!(
-        validate_tool(&new, &all),
+        validate_tool(&new, &all, &ToolPolicy::default()),
         Err(ToolInvalid::DuplicateName {
             name: "report".into(),
             other: "a-old".into()
@@ -121,7 +121,7 @@ fn oldest_tool_keeps_a_duplicate_mcp_name() {
     let mut deleting = old.clone();
     deleting.metadata.deletion_timestamp = Some(Time("2026-08-01T12:00:00Z".parse().unwrap()));
     assert!(
-        validate_tool(&new, &[deleting, new.clone()]).is_ok(),
+        validate_tool(&new, &[deleting, new.clone()], &ToolPolicy::default()).is_ok(),
         "a deleted tool frees its name"
     );
 }
@@ -131,7 +131,7 @@ fn default_mcp_name_is_the_object_name() {
     let a = named("report", "u1", "2026-08-01T10:00:00Z", None);
     let b = named("b", "u2", "2026-08-01T11:00:00Z", Some("report"));
     assert_eq!(
-        validate_tool(&b, &[a.clone(), b.clone()])
+        validate_tool(&b, &[a.clone(), b.clone()], &ToolPolicy::default())
             .unwrap_err()
             .reason(),
         "DuplicateName"
@@ -142,7 +142,7 @@ fn default_mcp_name_is_the_object_name() {
 fn ready_condition_reports_the_result_and_keeps_transition_time() {
     let t0 = "2026-08-01T10:00:00Z".parse().unwrap();
     let t1 = "2026-08-01T11:00:00Z".parse().unwrap();
-    let ok = validate_tool(&tool(), &[]);
+    let ok = validate_tool(&tool(), &[], &ToolPolicy::default());
     let ready = ready_condition(&ok, Some(3), None, t0);
     assert_eq!(
         (
@@ -167,4 +167,53 @@ fn ready_condition_reports_the_result_and_keeps_transition_time() {
     );
     assert_eq!(failed.last_transition_time, Time(t1));
     assert!(failed.message.contains("name one of them \"tool\""));
+}
+
+#[test]
+fn a_template_the_tool_policy_refuses_makes_the_tool_not_ready() {
+    let t = tool_from(
+        r#"
+apiVersion: mcptasks.io/v1alpha1
+kind: McpTool
+metadata: {name: root, namespace: tools, uid: u}
+spec:
+  inputSchema: {type: object}
+  template:
+    spec:
+      serviceAccountName: mto-operator
+      containers: [{name: tool, image: i, securityContext: {privileged: true}}]
+"#,
+    );
+    let policy = ToolPolicy {
+        forbidden_service_accounts: vec!["mto-operator".into()],
+        ..ToolPolicy::default()
+    };
+    let err = validate_tool(&t, std::slice::from_ref(&t), &policy).unwrap_err();
+    assert_eq!(err.reason(), "TemplateNotAllowed");
+    let t0 = "2026-08-01T10:00:00Z".parse().unwrap();
+    let ready = ready_condition(&Err(err), Some(1), None, t0);
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "TemplateNotAllowed")
+    );
+    assert!(
+        ready
+            .message
+            .starts_with("spec.template.spec.serviceAccountName \"mto-operator\" is not allowed"),
+        "{}",
+        ready.message
+    );
+
+    let no_account = ToolPolicy::default();
+    let err = validate_tool(&t, std::slice::from_ref(&t), &no_account).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("spec.template.spec.containers[0].securityContext.privileged is not"),
+        "{err}"
+    );
+    let permissive = ToolPolicy {
+        allow_privileged: true,
+        ..ToolPolicy::default()
+    };
+    assert!(validate_tool(&t, std::slice::from_ref(&t), &permissive).is_ok());
 }
