@@ -142,7 +142,8 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
         b.wait_for_tools(&["failing_job"]).await;
         assert_eq!(listed(&b).await, ["failing_job"]);
         let id = b.start_task("failing_job", json!({})).await;
-        b.wait_status(&id, "failed").await;
+        let done = b.wait_status(&id, "completed").await;
+        assert_eq!(done["result"]["isError"], true, "{done}");
     })
     .await;
 }
