@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make up`: the whole product on the local cluster, then a demo. Idempotent.
 # Starts the cluster, builds and imports our images and the example tool images, installs the
-# CRDs and the Helm chart (namespace-scoped, static bearer token, front end on a NodePort of the
-# bridge address), registers the example tools, waits for them to be Ready, and runs the
-# restock report through the front end with the Python MCP SDK, printing each status it sees.
+# CRDs and the Helm chart (namespace-scoped, static bearer token whose user `demo` is bound to
+# the chart's caller role, front end on a NodePort of the bridge address), registers the
+# example tools, waits for them to be Ready, and runs the restock report through the front end
+# with the Python MCP SDK, printing each status it sees.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
@@ -35,6 +36,8 @@ helm upgrade --install "$RELEASE" charts/mcp-task-operator --namespace "$NS" --w
   --set rbac.scope=namespace \
   --set operator.image.tag=dev --set frontend.image.tag=dev \
   --set frontend.auth.mode=static --set frontend.auth.static.existingSecret=mcp-demo-tokens \
+  --set 'frontend.authorization.callers[0].kind=User' \
+  --set 'frontend.authorization.callers[0].name=demo' \
   --set frontend.service.type=NodePort --set frontend.service.nodePort=$NODE_PORT \
   --set "frontend.config.allowedHosts={$NODE_IP}"
 # Same tag, new build: restart so the pods run what was just built.

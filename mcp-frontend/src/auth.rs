@@ -1,12 +1,13 @@
 //! Authentication: who sent a request. The caller becomes the owner of the tasks it creates.
 //!
 //! Modes: `none` (every caller is anonymous; refused by config unless explicitly allowed),
-//! static bearer tokens (a kube-apiserver style CSV file mounted from a Secret), and Kubernetes
-//! TokenReview ([`crate::token_review`]). With a token mode, a request without a valid
+//! static bearer tokens ([`crate::static_tokens`]: a kube-apiserver style CSV file mounted from
+//! a Secret), and Kubernetes TokenReview ([`crate::token_review`]). The [`Identity`] found
+//! (user, uid, groups, extra) is what [`crate::authz`] asks RBAC about. With a token mode, a request without a valid
 //! `Authorization: Bearer` gets 401 with `WWW-Authenticate` pointing at the OAuth protected
 //! resource metadata (RFC 9728) served by [`protected_resource_metadata`].
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -21,6 +22,8 @@ use crate::state::AppState;
 
 /// Owner recorded on tasks when authentication is off (`MCP_FRONTEND_AUTH_MODE=none`).
 pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of [`ANONYMOUS`], as kube-apiserver gives anonymous requests.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 /// Path of the OAuth protected resource metadata document.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -40,12 +43,48 @@ impl Caller {
     }
 }
 
+/// Who a token belongs to, as the authenticator tells it: what RBAC is asked about.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Identity {
+    /// User name; becomes the [`Caller`] and the owner of the caller's tasks.
+    pub user: String,
+    /// The user's UID, when the authenticator knows one.
+    pub uid: Option<String>,
+    /// Groups the user belongs to.
+    pub groups: Vec<String>,
+    /// Extra attributes (TokenReview's `user.extra`, e.g. the pod a token is bound to).
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl Identity {
+    /// An identity with only a user name.
+    pub fn user(name: impl Into<String>) -> Self {
+        Self {
+            user: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The identity of every caller when authentication is off.
+    pub fn anonymous() -> Self {
+        Self {
+            groups: vec![UNAUTHENTICATED_GROUP.to_owned()],
+            ..Self::user(ANONYMOUS)
+        }
+    }
+
+    /// The identity recorded in a request's parts, if authentication ran.
+    pub fn from_parts(parts: &Parts) -> Option<&Arc<Self>> {
+        parts.extensions.get::<Arc<Self>>()
+    }
+}
+
 /// Why a token could not be checked (not: why it was refused).
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    /// The TokenReview call failed.
+    /// The TokenReview call failed (shared by every request that waited for the same review).
     #[error("failed to create TokenReview")]
-    TokenReview(#[source] kube::Error),
+    TokenReview(#[source] Arc<kube::Error>),
     /// The static token file could not be read.
     #[error("failed to read static token file {path}")]
     ReadTokens {
@@ -57,13 +96,13 @@ pub enum AuthError {
     },
 }
 
-/// Turns a bearer token into a caller; `Ok(None)` means the token is not valid.
+/// Turns a bearer token into an identity; `Ok(None)` means the token is not valid.
 pub trait TokenAuthenticator: Send + Sync + 'static {
     /// Checks `token`.
     fn authenticate<'a>(
         &'a self,
         token: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Caller>, AuthError>>;
+    ) -> BoxFuture<'a, Result<Option<Arc<Identity>>, AuthError>>;
 }
 
 /// How requests are authenticated.
@@ -77,79 +116,22 @@ pub enum Auth {
     Unavailable,
 }
 
-/// Static tokens: `token,user[,...]` lines, as kube-apiserver's `--token-auth-file`.
-pub struct StaticTokens {
-    tokens: HashMap<String, String>,
-}
-
-impl StaticTokens {
-    /// Parses the CSV text; blank lines and `#` comments are skipped.
-    pub fn parse(text: &str) -> Self {
-        let tokens = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .filter_map(|line| {
-                let mut fields = line.split(',').map(|f| f.trim().trim_matches('"'));
-                let token = fields.next().filter(|t| !t.is_empty())?;
-                let user = fields.next().filter(|u| !u.is_empty())?;
-                Some((token.to_owned(), user.to_owned()))
-            })
-            .collect();
-        Self { tokens }
-    }
-
-    /// Reads and parses the token file at `path`.
-    pub fn load(path: &str) -> Result<Self, AuthError> {
-        let text = std::fs::read_to_string(path).map_err(|source| AuthError::ReadTokens {
-            path: path.to_owned(),
-            source,
-        })?;
-        Ok(Self::parse(&text))
-    }
-
-    /// Number of tokens known.
-    pub fn count(&self) -> usize {
-        self.tokens.len()
-    }
-}
-
-impl TokenAuthenticator for StaticTokens {
-    fn authenticate<'a>(
-        &'a self,
-        token: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Caller>, AuthError>> {
-        // Compare against every token in constant time per token, so timing does not reveal
-        // how much of a guess matched.
-        let mut found = None;
-        for (known, user) in &self.tokens {
-            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
-                found = Some(Caller(user.clone()));
-            }
-        }
-        Box::pin(async move { Ok(found) })
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Middleware: establishes the [`Caller`] or answers 401.
+/// Middleware: establishes the [`Caller`] and its [`Identity`] (both request extensions) or
+/// answers 401.
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let caller = match &state.auth {
-        Auth::None => Caller(ANONYMOUS.to_owned()),
+    let identity = match &state.auth {
+        Auth::None => Arc::new(Identity::anonymous()),
         Auth::Unavailable => return unauthorized(&state, None),
         Auth::Bearer(authenticator) => {
             let Some(token) = bearer_token(&request) else {
                 return unauthorized(&state, None);
             };
             match authenticator.authenticate(token).await {
-                Ok(Some(caller)) => caller,
+                Ok(Some(identity)) => identity,
                 Ok(None) => return unauthorized(&state, Some("invalid_token")),
                 Err(error) => {
                     tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
@@ -162,7 +144,10 @@ pub async fn authenticate(
             }
         }
     };
-    request.extensions_mut().insert(caller);
+    request
+        .extensions_mut()
+        .insert(Caller(identity.user.clone()));
+    request.extensions_mut().insert(identity);
     next.run(request).await
 }
 
@@ -234,25 +219,4 @@ pub async fn protected_resource_metadata(State(state): State<AppState>) -> Respo
         "bearer_methods_supported": ["header"],
     }))
     .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn static_tokens_map_tokens_to_users() {
-        let tokens =
-            StaticTokens::parse("# comment\nsecret-a,alice,uid1\n\"secret-b\",\"bob\"\n,nobody\n");
-        assert_eq!(tokens.count(), 2);
-        assert_eq!(
-            tokens.authenticate("secret-a").await.unwrap(),
-            Some(Caller("alice".into()))
-        );
-        assert_eq!(
-            tokens.authenticate("secret-b").await.unwrap(),
-            Some(Caller("bob".into()))
-        );
-        assert_eq!(tokens.authenticate("secret-").await.unwrap(), None);
-    }
 }

@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};
-use crate::handler::{caller, declares_tasks};
+use crate::handler::{caller, declares_tasks, identity};
 use crate::state::{AppState, server_info_meta};
 use crate::tasks::check_input_response;
 use crate::tools::{CatalogSnapshot, ToolEntry};
@@ -35,12 +35,14 @@ pub async fn call_tool(
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse> {
+    let tools = state.tools.snapshot();
+    crate::authz::authorize_call(state, &*identity(context)?, &tools, &request.name).await?;
     let CheckedCall {
         entry,
         as_task,
         arguments,
     } = check_call(
-        &state.tools.snapshot(),
+        &tools,
         &request.name,
         request.arguments,
         declares_tasks(context),

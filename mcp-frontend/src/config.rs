@@ -20,6 +20,15 @@ pub enum AuthMode {
     TokenReview,
 }
 
+/// How tool calls are authorized once the caller is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// Every authenticated caller may list and call every tool.
+    None,
+    /// Kubernetes RBAC: a SubjectAccessReview per caller and tool (see [`crate::authz`]).
+    Rbac,
+}
+
 /// Typed configuration of the MCP front end.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -62,8 +71,15 @@ pub struct Config {
     /// kube-apiserver token file format), usually mounted from a Secret. Required in that mode.
     pub static_tokens_file: Option<String>,
     /// `TOKEN_AUDIENCES`: for `AUTH_MODE=tokenreview`, comma-separated audiences a token must be
-    /// valid for. Default empty: the API server's own audience.
+    /// issued for (`kubectl create token <sa> --audience <aud>`). Required in that mode: a
+    /// token for the API server's own audience is never accepted (MCP forbids token
+    /// passthrough). The chart sets `mcp-task-operator`.
     pub token_audiences: Vec<String>,
+    /// `AUTHORIZATION_MODE`: `rbac` or `none`. Default `rbac`: a caller lists and calls only
+    /// the tools RBAC lets it `call` (`mcptools.mcptasks.io`, by object name). With
+    /// `AUTH_MODE=none` RBAC is asked about `system:anonymous` in group
+    /// `system:unauthenticated`, as kube-apiserver treats anonymous requests.
+    pub authorization_mode: AuthorizationMode,
     /// `RESOURCE_URL`: the public URL of `/mcp`, named in the OAuth protected resource metadata
     /// and in `WWW-Authenticate`. Default unset (no metadata document).
     pub resource_url: Option<String>,
@@ -128,6 +144,7 @@ impl Config {
             token_audiences: get("TOKEN_AUDIENCES")
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
+            authorization_mode: parse_authorization_mode(get("AUTHORIZATION_MODE"))?,
             resource_url: get("RESOURCE_URL"),
             authorization_servers: get("AUTHORIZATION_SERVERS")
                 .map(|v| split_list(&v))
@@ -143,6 +160,15 @@ impl Config {
                 name: "STATIC_TOKENS_FILE",
                 value: String::new(),
                 reason: "AUTH_MODE=static needs a token file".to_owned(),
+            });
+        }
+        if config.auth_mode == AuthMode::TokenReview && config.token_audiences.is_empty() {
+            return Err(ConfigError::Invalid {
+                name: "TOKEN_AUDIENCES",
+                value: String::new(),
+                reason: "AUTH_MODE=tokenreview needs the audience tokens must be issued for \
+                         (e.g. mcp-task-operator); tokens for the API server itself are refused"
+                    .to_owned(),
             });
         }
         Ok(config)
@@ -189,6 +215,18 @@ fn parse_auth_mode(value: Option<String>) -> Result<AuthMode, ConfigError> {
     }
 }
 
+fn parse_authorization_mode(value: Option<String>) -> Result<AuthorizationMode, ConfigError> {
+    match value.as_deref().map(str::trim) {
+        None | Some("rbac") => Ok(AuthorizationMode::Rbac),
+        Some("none") => Ok(AuthorizationMode::None),
+        Some(other) => Err(ConfigError::Invalid {
+            name: "AUTHORIZATION_MODE",
+            value: other.to_owned(),
+            reason: "expected rbac or none".to_owned(),
+        }),
+    }
+}
+
 fn split_list(value: &str) -> Vec<String> {
     value
         .split(',')
@@ -213,10 +251,12 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_local_and_authenticated() {
-        let c = config(&[]).unwrap();
+    fn defaults_are_local_authenticated_and_authorized() {
+        let c = config(&[("TOKEN_AUDIENCES", "mcp-task-operator")]).unwrap();
         assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8080");
         assert_eq!(c.auth_mode, AuthMode::TokenReview);
+        assert_eq!(c.token_audiences, ["mcp-task-operator"]);
+        assert_eq!(c.authorization_mode, AuthorizationMode::Rbac);
         assert_eq!(c.max_body_bytes, 1024 * 1024);
         assert!(c.allowed_origins.is_empty());
     }
@@ -232,6 +272,37 @@ mod tests {
     }
 
     #[test]
+    fn tokenreview_without_an_audience_refuses_to_start() {
+        let err = config(&[]).unwrap_err().to_string();
+        assert!(err.contains("MCP_FRONTEND_TOKEN_AUDIENCES"), "{err}");
+        let err = config(&[("AUTH_MODE", "tokenreview"), ("TOKEN_AUDIENCES", " , ")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("MCP_FRONTEND_TOKEN_AUDIENCES"), "{err}");
+        // Other modes need no audience.
+        assert!(config(&[("AUTH_MODE", "static"), ("STATIC_TOKENS_FILE", "/t")]).is_ok());
+    }
+
+    #[test]
+    fn authorization_mode_is_rbac_or_none() {
+        let c = config(&[
+            ("AUTH_MODE", "none"),
+            ("ALLOW_UNAUTHENTICATED", "true"),
+            ("AUTHORIZATION_MODE", "none"),
+        ])
+        .unwrap();
+        assert_eq!(c.authorization_mode, AuthorizationMode::None);
+        let err = config(&[
+            ("AUTH_MODE", "none"),
+            ("ALLOW_UNAUTHENTICATED", "true"),
+            ("AUTHORIZATION_MODE", "abac"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("MCP_FRONTEND_AUTHORIZATION_MODE"), "{err}");
+    }
+
+    #[test]
     fn invalid_values_name_the_variable() {
         let err = config(&[("MAX_BODY_BYTES", "lots")]).unwrap_err();
         assert!(
@@ -242,7 +313,11 @@ mod tests {
 
     #[test]
     fn lists_are_split_and_trimmed() {
-        let c = config(&[("ALLOWED_HOSTS", " a.example , b.example:8443,")]).unwrap();
+        let c = config(&[
+            ("ALLOWED_HOSTS", " a.example , b.example:8443,"),
+            ("TOKEN_AUDIENCES", "mcp"),
+        ])
+        .unwrap();
         assert_eq!(c.allowed_hosts, vec!["a.example", "b.example:8443"]);
     }
 }

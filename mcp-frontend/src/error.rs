@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, JsonRpcError, RequestId};
 use serde_json::json;
 
+use crate::authz::AuthzError;
 use crate::store::StoreError;
 
 /// Crate-wide result alias.
@@ -31,6 +32,10 @@ pub const API_SERVER_UNREACHABLE: &str =
 /// Message of the -32603 answer while this replica's task cache is (re)loading, at startup and
 /// after an API server outage: until then it could show a task's older state.
 pub const TASK_CACHE_SYNCING: &str = "this server replica is loading its task cache from the Kubernetes API server; retry the request";
+/// Message of the -32603 answer when a caller's access to tools could not be checked (the
+/// SubjectAccessReview failed).
+pub const AUTHORIZATION_UNAVAILABLE: &str =
+    "authorization check unavailable on this server replica; retry the request";
 /// `data.retryAfterMs` of [`API_SERVER_UNREACHABLE`] and [`TASK_CACHE_SYNCING`] answers.
 pub const UNREACHABLE_RETRY_AFTER_MS: u64 = 1000;
 
@@ -136,6 +141,9 @@ pub enum Error {
     /// The task or tool store failed.
     #[error("task store failed")]
     Store(#[from] StoreError),
+    /// Whether the caller may call a tool could not be checked (RBAC review failed).
+    #[error("authorization check failed")]
+    Authorization(#[from] AuthzError),
 }
 
 impl Error {
@@ -158,6 +166,7 @@ impl Error {
             Self::TaskMapping { .. } => "task_mapping",
             Self::Wire(_) => "wire",
             Self::Store(_) => "store",
+            Self::Authorization(_) => "authorization",
         }
     }
 
@@ -207,6 +216,11 @@ impl Error {
             ) => {
                 tracing::warn!(error = %ErrorChain(store), "Kubernetes API server unreachable");
                 api_server_unreachable()
+            }
+            // Nothing the caller did: log it and ask for a retry, as for an unreachable API.
+            Self::Authorization(error) => {
+                tracing::error!(error = %ErrorChain(error), "authorization check failed");
+                unavailable(AUTHORIZATION_UNAVAILABLE)
             }
             Self::MissingCaller
             | Self::InvalidStartInput { .. }

@@ -5,6 +5,7 @@
 //! [`crate::tasks`].
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use rmcp::model::ErrorCode;
 use rmcp::model::{
@@ -17,7 +18,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Identity};
+use crate::authz::Authz;
 use crate::error::Error;
 use crate::state::{AppState, server_info, server_info_meta};
 use crate::{call, tasks};
@@ -95,6 +97,16 @@ pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
             .is_some_and(|caps| caps.supports_tasks())
 }
 
+/// The authenticated identity of the request (what authorization asks about).
+pub fn identity(context: &RequestContext<RoleServer>) -> Result<Arc<Identity>, Error> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(Identity::from_parts)
+        .cloned()
+        .ok_or(Error::MissingCaller)
+}
+
 /// The authenticated caller of the request.
 pub fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, Error> {
     context
@@ -153,18 +165,33 @@ impl ServerHandler for McpHandler {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // One page holds every tool, so no cursor is ever issued.
         if request.and_then(|r| r.cursor).is_some() {
             return Err(Error::InvalidCursor.into());
         }
+        let identity = identity(&context)?;
         let snapshot = self.state.tools.snapshot();
+        // Only the tools this caller may call (crate::authz).
+        let callable = self
+            .state
+            .authz
+            .callable(&identity, snapshot.iter().cloned().collect())
+            .await
+            .map_err(Error::from)?;
         let mut result = ListToolsResult::with_all_items(
-            snapshot.iter().map(|entry| entry.tool.clone()).collect(),
+            callable
+                .into_iter()
+                .map(|entry| entry.tool.clone())
+                .collect(),
         );
         result.ttl_ms = Some(self.state.config.tools_list_ttl_ms);
-        result.cache_scope = Some(CacheScope::Public);
+        // The list depends on the caller under RBAC, so no shared cache may keep it.
+        result.cache_scope = Some(match self.state.authz {
+            Authz::None => CacheScope::Public,
+            Authz::Rbac(_) | Authz::Unavailable => CacheScope::Private,
+        });
         result.meta = Some(server_info_meta());
         Ok(result)
     }

@@ -28,6 +28,7 @@
 
 pub mod apihealth;
 pub mod auth;
+pub mod authz;
 pub mod body;
 pub mod call;
 pub mod config;
@@ -37,8 +38,10 @@ pub mod listen;
 pub mod metrics;
 pub mod origin;
 pub mod ratelimit;
+pub mod review_cache;
 pub mod routes;
 pub mod state;
+pub mod static_tokens;
 pub mod store;
 pub mod tasks;
 pub mod token_review;

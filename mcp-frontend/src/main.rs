@@ -4,8 +4,11 @@
 use std::sync::Arc;
 
 use mcp_task_operator_mcp_frontend::apihealth::{self, ApiHealth};
-use mcp_task_operator_mcp_frontend::auth::{Auth, StaticTokens};
-use mcp_task_operator_mcp_frontend::config::AuthMode;
+use mcp_task_operator_mcp_frontend::auth::Auth;
+use mcp_task_operator_mcp_frontend::authz::{AccessReviewer, Authz};
+use mcp_task_operator_mcp_frontend::config::{AuthMode, AuthorizationMode};
+use mcp_task_operator_mcp_frontend::review_cache::ReviewCache;
+use mcp_task_operator_mcp_frontend::static_tokens::StaticTokens;
 use mcp_task_operator_mcp_frontend::store::kube::KubeTaskStore;
 use mcp_task_operator_mcp_frontend::store::kube_tools::KubeToolCatalog;
 use mcp_task_operator_mcp_frontend::token_review::TokenReviewer;
@@ -51,10 +54,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         AuthMode::TokenReview => Auth::Bearer(Arc::new(TokenReviewer::new(
             client.clone(),
             config.token_audiences.clone(),
+            ReviewCache::default(),
+        ))),
+    };
+    let authz = match config.authorization_mode {
+        AuthorizationMode::None => {
+            tracing::warn!("authorization is off: every caller may list and call every tool");
+            Authz::None
+        }
+        AuthorizationMode::Rbac => Authz::Rbac(Arc::new(AccessReviewer::new(
+            client.clone(),
+            &config.namespace,
+            ReviewCache::default(),
         ))),
     };
     let state = AppState::new(config, tasks, tools)
         .with_auth(auth)
+        .with_authz(authz)
         .with_api_health(health);
     let shutdown = state.shutdown.clone();
     let listener = TcpListener::bind(bind_addr).await?;

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apihealth::ApiHealth;
 use crate::auth::Auth;
-use crate::config::{AuthMode, Config};
+use crate::authz::Authz;
+use crate::config::{AuthMode, AuthorizationMode, Config};
 use crate::metrics::Metrics;
 use crate::ratelimit::PollLimiter;
 use crate::store::TaskStore;
@@ -32,6 +33,8 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     /// How callers are authenticated.
     pub auth: Auth,
+    /// How tool calls are authorized.
+    pub authz: Authz,
     /// Permits for open `subscriptions/listen` streams.
     pub subscriptions: Arc<Semaphore>,
     /// The `tasks/get` rate limit, when configured.
@@ -50,8 +53,14 @@ impl AppState {
             AuthMode::None => Auth::None,
             AuthMode::StaticTokens | AuthMode::TokenReview => Auth::Unavailable,
         };
+        // Likewise RBAC without a reviewer (see `with_authz`) fails every check, closed.
+        let authz = match config.authorization_mode {
+            AuthorizationMode::None => Authz::None,
+            AuthorizationMode::Rbac => Authz::Unavailable,
+        };
         Self {
             auth,
+            authz,
             subscriptions: Arc::new(Semaphore::new(config.max_subscriptions)),
             poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
                 let rate = config.poll_rate_per_second;
@@ -76,6 +85,12 @@ impl AppState {
     /// The same state authenticating with `auth`.
     pub fn with_auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
+        self
+    }
+
+    /// The same state authorizing with `authz`.
+    pub fn with_authz(mut self, authz: Authz) -> Self {
+        self.authz = authz;
         self
     }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use mcp_task_operator_crds::{McpTool, StartInput, TaskSupport};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
@@ -17,6 +18,9 @@ use serde_json::Value;
 pub struct ToolEntry {
     /// The MCP tool, schemas exactly as written in the `McpTool`.
     pub tool: Tool,
+    /// The `McpTool`'s object name (`metadata.name`), which RBAC rules name in
+    /// `resourceNames` (see [`crate::authz`]); the MCP name may differ (`spec.name`).
+    pub object_name: String,
     /// Whether calls become tasks.
     pub task_support: TaskSupport,
     /// How long a synchronous call waits for its task.
@@ -73,6 +77,7 @@ impl ToolEntry {
         });
         Ok(Self {
             tool,
+            object_name: mcp_tool.name_any(),
             task_support: spec.task_support,
             sync_timeout: Duration::from_secs(spec.sync_timeout_seconds.max(1).unsigned_abs()),
             ttl_ms: mcp_tool.task_ttl_ms(),

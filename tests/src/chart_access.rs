@@ -34,7 +34,8 @@ const OPERATOR_NEEDS: &[(&str, &str, &str)] = &[
 ];
 
 /// What the front end calls (mcp-frontend/src), in the one namespace it serves. Plus create
-/// on the cluster-scoped tokenreviews with auth mode tokenreview.
+/// on the cluster-scoped tokenreviews (auth mode tokenreview) and subjectaccessreviews
+/// (authorization mode rbac), both chart defaults.
 const FRONTEND_NEEDS: &[(&str, &str, &str)] = &[
     // Watch cache, direct read on a miss, tools/call, tasks/update and tasks/cancel.
     ("mcptasks.io", "mcptasks", "get,list,watch,create,patch"),
@@ -130,6 +131,7 @@ const DANGEROUS: &[(&str, &str, &str, bool)] = &[
 const OPERATOR_MUST_NOT: &[(&str, &str, &str)] = &[
     ("mcptasks.io", "mcptasks", "create,patch"),
     ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 ];
 /// Requests the front end must not make (the operator's job).
 const FRONTEND_MUST_NOT: &[(&str, &str, &str)] = &[
@@ -174,8 +176,9 @@ struct Expected {
     rules_elsewhere: BTreeSet<Request>,
 }
 
-/// The access table of release `release` in `ns`, namespace- or cluster-scoped, with auth
-/// mode tokenreview; `other` is a namespace of somebody else.
+/// The access table of release `release` in `ns`, namespace- or cluster-scoped, with the
+/// default auth (tokenreview) and authorization (rbac); `other` is a namespace of somebody
+/// else.
 fn expected(ns: &str, release: &str, cluster: bool, other: &str) -> [Expected; 2] {
     let operator = format!("{release}-mcp-task-operator-operator");
     let frontend = format!("{release}-mcp-task-operator-mcp-frontend");
@@ -184,6 +187,8 @@ fn expected(ns: &str, release: &str, cluster: bool, other: &str) -> [Expected; 2
         ..request("coordination.k8s.io", "leases", verb, Some(namespace))
     };
     let tokenreview = |verb: &str| request("authentication.k8s.io", "tokenreviews", verb, None);
+    let access_review =
+        |verb: &str| request("authorization.k8s.io", "subjectaccessreviews", verb, None);
     let dangerous = |namespace: Option<&str>| -> Vec<Request> {
         DANGEROUS
             .iter()
@@ -212,14 +217,16 @@ fn expected(ns: &str, release: &str, cluster: bool, other: &str) -> [Expected; 2
     op_deny.extend(["get", "update"].map(|v| lease(v, &operator, other)));
     op_deny.push(lease("update", "someone-elses-lease", ns));
     op_deny.push(tokenreview("create"));
+    op_deny.push(access_review("create"));
     for namespace in everywhere {
         op_deny.extend(dangerous(namespace));
         op_deny.extend(expand(OPERATOR_MUST_NOT, namespace));
     }
 
-    // The front end: its one namespace only, in both scopes; tokenreviews cluster-wide.
+    // The front end: its one namespace only, in both scopes; the reviews cluster-wide.
     let mut fe_allow = expand(FRONTEND_NEEDS, Some(ns));
     fe_allow.push(tokenreview("create"));
+    fe_allow.push(access_review("create"));
     let mut fe_deny = Vec::new();
     for namespace in [Some(other), None] {
         fe_deny.extend(expand(FRONTEND_NEEDS, namespace));
@@ -239,7 +246,7 @@ fn expected(ns: &str, release: &str, cluster: bool, other: &str) -> [Expected; 2
         ..lease(v, &operator, ns)
     }));
     let op_elsewhere = if cluster { op_needs } else { BTreeSet::new() };
-    let reviews: BTreeSet<Request> = [tokenreview("create")].into();
+    let reviews: BTreeSet<Request> = [tokenreview("create"), access_review("create")].into();
     let mut fe_home = as_rules(FRONTEND_NEEDS);
     fe_home.extend(reviews.clone());
     [
@@ -261,7 +268,7 @@ fn expected(ns: &str, release: &str, cluster: bool, other: &str) -> [Expected; 2
 }
 
 /// Checks release `release` in `ns` (installed with `rbac.scope` cluster when `cluster`, else
-/// namespace, and auth mode tokenreview) against the table: every request by SubjectAccessReview
+/// namespace, and the default auth and authorization modes) against the table: every request by SubjectAccessReview
 /// and the rules each ServiceAccount holds at home and in `kube-system`. Returns the failures
 /// (empty when all hold) and the number of checks made.
 pub async fn check_release_access(

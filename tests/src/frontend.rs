@@ -21,7 +21,8 @@ pub struct Frontend {
 
 impl Frontend {
     /// Starts the front end for `ns` with `MCP_FRONTEND_*` settings `env` (unprefixed names; an
-    /// empty list means `AUTH_MODE=none`) and waits until `/readyz` answers 200.
+    /// empty list means `AUTH_MODE=none`; authorization is off unless `env` sets
+    /// `AUTHORIZATION_MODE`) and waits until `/readyz` answers 200.
     pub async fn start(ns: &str, env: &[(&str, &str)]) -> Self {
         let bin = std::env::var("MTO_FRONTEND_BIN")
             .expect("MTO_FRONTEND_BIN is not set: run the integration tests through `make test`");
@@ -37,6 +38,9 @@ impl Frontend {
             .stdout(Stdio::null())
             .stderr(log_file)
             .kill_on_drop(true);
+        // These tests run the binary with the admin kubeconfig; RBAC on tools is tested
+        // through the chart (tests/tests/chart_authz.rs).
+        command.env("MCP_FRONTEND_AUTHORIZATION_MODE", "none");
         if env.is_empty() {
             command
                 .env("MCP_FRONTEND_AUTH_MODE", "none")

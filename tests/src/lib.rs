@@ -211,6 +211,7 @@ pub fn chart_dir() -> std::path::PathBuf {
 }
 
 pub mod access;
+pub mod callers;
 pub mod chart_access;
 pub mod clients;
 pub mod conformance;

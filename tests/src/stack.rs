@@ -2,23 +2,50 @@
 //! `dev` images and the front end on a NodePort of the node's bridge address (as `make up`
 //! does), and a guard that removes the release, its cluster-wide objects included.
 
+use kube::Client;
 use rand::Rng;
 
-use crate::{chart_dir, helm, kubectl};
+use crate::operator::apply_example_tools;
+use crate::{chart_dir, helm, kubectl, kubectl_ok};
 
 /// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
 pub const NODE_IP: &str = "10.244.0.1";
 
 /// `--set` values of the stack the end-to-end, fault and load tests install: namespace-scoped,
-/// 2 operator and 2 front-end replicas, and no authentication (the conformance suite sends no
-/// token; every client is the same anonymous caller).
+/// 2 operator and 2 front-end replicas, and neither authentication nor authorization (the
+/// conformance suite sends no token; every client is the same anonymous caller, allowed every
+/// tool). With the chart's default auth instead, give clients
+/// [`crate::callers::caller_token`].
 pub const ANONYMOUS_TWO_REPLICAS: &[&str] = &[
     "rbac.scope=namespace",
     "operator.replicaCount=2",
     "frontend.replicaCount=2",
     "frontend.auth.mode=none",
     "frontend.auth.allowUnauthenticated=true",
+    "frontend.authorization.mode=none",
 ];
+
+/// The front end's `/mcp` on node port `port`.
+pub fn mcp_url(port: u16) -> String {
+    format!("http://{NODE_IP}:{port}/mcp")
+}
+
+/// Applies the example tools in `paths` (relative to the repository) to `ns` and waits until
+/// the operator calls each Ready.
+pub async fn apply_examples(client: &Client, ns: &str, paths: &[&str]) {
+    for path in paths {
+        apply_example_tools(client, ns, path).await;
+    }
+    kubectl_ok(&[
+        "wait",
+        "-n",
+        ns,
+        "--for=condition=Ready",
+        "mcptool",
+        "--all",
+        "--timeout=120s",
+    ]);
+}
 
 /// Tag of our images in the stack: `MTO_IMAGE_TAG`, default `dev` (what `hack/build-images.sh`
 /// builds without `IMAGE_TAG`); two checkouts testing on one cluster each set their own.

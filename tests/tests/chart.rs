@@ -143,8 +143,8 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
     let roles = of_kind(&cluster, "ClusterRole");
     assert_eq!(
         roles.len(),
-        2,
-        "operator rules and the front end's tokenreviews"
+        3,
+        "operator rules, the front end's reviews and the caller role"
     );
     named(
         &cluster,
@@ -161,22 +161,84 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         env(container, "MCP_OPERATOR_NAMESPACE").unwrap()["value"],
         "tools"
     );
-    let cluster_roles = of_kind(&namespaced, "ClusterRole");
-    assert_eq!(cluster_roles.len(), 1, "only tokenreviews are cluster-wide");
-    assert!(
-        cluster_roles[0]["rules"]
-            .to_string()
-            .contains("tokenreviews")
+    // Namespace scope: cluster-wide are only the front end's reviews (cluster-scoped APIs)
+    // and the caller role, which grants nothing until bound.
+    let reviews = named(
+        &namespaced,
+        "ClusterRole",
+        "tools-mto-mcp-task-operator-mcp-frontend-reviews",
     );
+    let rules = reviews["rules"].to_string();
+    assert!(rules.contains("\"tokenreviews\"") && rules.contains("\"subjectaccessreviews\""));
+    let caller = named(
+        &namespaced,
+        "ClusterRole",
+        "tools-mto-mcp-task-operator-caller",
+    );
+    assert_eq!(
+        caller["rules"],
+        serde_json::json!([{"apiGroups": ["mcptasks.io"], "resources": ["mcptools"], "verbs": ["call"]}])
+    );
+    assert_eq!(of_kind(&namespaced, "ClusterRole").len(), 2);
     named(&namespaced, "Role", "mto-mcp-task-operator-operator");
+    // The default audience is the chart's own, never the API server's.
+    let frontend = named(
+        &namespaced,
+        "Deployment",
+        "mto-mcp-task-operator-mcp-frontend",
+    );
+    let container = &frontend["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        env(container, "MCP_FRONTEND_TOKEN_AUDIENCES").unwrap()["value"],
+        "mcp-task-operator"
+    );
+    assert_eq!(
+        env(container, "MCP_FRONTEND_AUTHORIZATION_MODE").unwrap()["value"],
+        "rbac"
+    );
 
-    // With static tokens a namespace-scoped release creates nothing cluster-wide at all.
+    // Callers listed in values are bound to the caller role in the served namespace.
+    let bound = render(
+        "tools",
+        &[
+            "frontend.authorization.callers[0].kind=Group",
+            "frontend.authorization.callers[0].name=agents",
+            "frontend.authorization.callers[1].kind=ServiceAccount",
+            "frontend.authorization.callers[1].name=bot",
+            "frontend.authorization.callerRole.resourceNames={restock-report}",
+        ],
+    );
+    let binding = named(
+        &bound,
+        "RoleBinding",
+        "mto-mcp-task-operator-mcp-frontend-callers",
+    );
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "tools-mto-mcp-task-operator-caller"
+    );
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([
+            {"kind": "Group", "name": "agents", "apiGroup": "rbac.authorization.k8s.io"},
+            {"kind": "ServiceAccount", "name": "bot", "namespace": "tools"},
+        ])
+    );
+    let caller = named(&bound, "ClusterRole", "tools-mto-mcp-task-operator-caller");
+    assert_eq!(
+        caller["rules"][0]["resourceNames"],
+        serde_json::json!(["restock-report"])
+    );
+
+    // With static tokens and no authorization a namespace-scoped release creates nothing
+    // cluster-wide at all.
     let static_auth = render(
         "tools",
         &[
             "rbac.scope=namespace",
             "frontend.auth.mode=static",
             "frontend.auth.static.existingSecret=t",
+            "frontend.authorization.mode=none",
         ],
     );
     assert!(
@@ -206,6 +268,8 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         &["rbac.scope=everywhere"][..],
         &["frontend.auth.mode=none"],
         &["frontend.auth.mode=static"],
+        &["frontend.auth.tokenReview.audiences=null"],
+        &["frontend.authorization.mode=abac"],
     ] {
         let mut args = vec!["template", RELEASE, chart.to_str().expect("UTF-8 path")];
         for set in bad {

@@ -2,7 +2,7 @@
 //!
 //! 1. static-token callers reach only their own tasks through the front end Service, and a
 //!    missing or wrong token gets 401;
-//! 2. the chart's TokenReview mode accepts only tokens for the configured audience;
+//! 2. (the chart's TokenReview audience and RBAC on tools are in `chart_authz.rs`);
 //! 3. the chart's ServiceAccounts, in both RBAC scopes, hold exactly the rules the code needs;
 //! 4. tool pods get no API token unless their tool's template asks for one;
 //! 5. every pod of ours (operator, front end, example tools) runs at the "restricted" Pod
@@ -12,15 +12,15 @@ use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_tests::callers::{assert_unauthorized, random_token};
 use mcp_task_operator_tests::chart_access::check_release_access;
 use mcp_task_operator_tests::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
 use mcp_task_operator_tests::operator::{
-    Operator, answer, apply_example_tools, create_task, create_tool, ensure_example_images,
-    failure_reason, result_is_error, result_text, shell_tool, wait_status, wait_terminal,
+    Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
+    result_is_error, result_text, shell_tool, wait_status, wait_terminal,
 };
-use mcp_task_operator_tests::stack::{NODE_IP, Release, install};
+use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url};
 use mcp_task_operator_tests::{ensure_crds, kubectl_ok, with_temp_ns};
-use rand::Rng;
 use serde_json::json;
 
 const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
@@ -28,57 +28,6 @@ const RESTOCK_TOOL: &str = "examples/restock-report/mcptool.yaml";
 const WRAP_CLI_TOOL: &str = "examples/wrap-cli/mcptool.yaml";
 /// Where the kubelet mounts a ServiceAccount token.
 const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-
-/// A random bearer token.
-fn random_token() -> String {
-    (0..32)
-        .map(|_| char::from(b'a' + rand::rng().random_range(0..26u8)))
-        .collect()
-}
-
-/// The front end's `/mcp` on the node port.
-fn mcp_url(port: u16) -> String {
-    format!("http://{NODE_IP}:{port}/mcp")
-}
-
-/// Applies the example tools in `paths` to `ns` and waits until the operator calls each Ready.
-async fn apply_examples(client: &Client, ns: &str, paths: &[&str]) {
-    for path in paths {
-        apply_example_tools(client, ns, path).await;
-    }
-    kubectl_ok(&[
-        "wait",
-        "-n",
-        ns,
-        "--for=condition=Ready",
-        "mcptool",
-        "--all",
-        "--timeout=120s",
-    ]);
-}
-
-/// Asserts `reply` is a 401 whose `WWW-Authenticate` is a Bearer challenge with `error`.
-fn assert_unauthorized(reply: &mcp_task_operator_tests::mcp_client::Reply, error: Option<&str>) {
-    assert_eq!(reply.status, 401, "{}", reply.body);
-    let challenge = reply.challenge.as_deref().unwrap_or_default();
-    assert!(challenge.starts_with("Bearer"), "challenge: {challenge:?}");
-    let says = match error {
-        Some(error) => {
-            assert!(
-                challenge.contains(&format!("error=\"{error}\"")),
-                "challenge: {challenge}"
-            );
-            "the bearer token is not valid"
-        }
-        None => {
-            assert!(!challenge.contains("error="), "challenge: {challenge}");
-            "send a bearer token"
-        }
-    };
-    // No JSON-RPC answer, and a body that says what failed.
-    let body = reply.body.as_str().unwrap_or_default();
-    assert!(body.contains(says), "401 body: {}", reply.body);
-}
 
 #[tokio::test]
 async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_chart() {
@@ -108,10 +57,20 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
                 "frontend.replicaCount=1",
                 "frontend.auth.mode=static",
                 "frontend.auth.static.existingSecret=mcp-tokens",
+                "frontend.authorization.callers[0].kind=User",
+                "frontend.authorization.callers[0].name=alice",
+                "frontend.authorization.callers[1].kind=User",
+                "frontend.authorization.callers[1].name=bob",
             ],
         );
-        // Static tokens need no TokenReview: this release creates nothing cluster-wide.
-        assert_eq!(release.cluster_objects(), Vec::<String>::new());
+        // Static tokens need no TokenReview: cluster-wide there are only the front end's
+        // subjectaccessreviews grant (ClusterRole and binding) and the caller ClusterRole.
+        assert_eq!(
+            release.cluster_objects().len(),
+            3,
+            "{:?}",
+            release.cluster_objects()
+        );
         apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let url = mcp_url(port);
         let alice = Mcp::new(&url).with_token(&alice_token);
@@ -195,86 +154,6 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
         let mut mixed = bob.listen("mixed", &[&own, &id]).await;
         let ack = mixed.next().await;
         assert_eq!(ack["params"]["notifications"]["taskIds"], json!([own]));
-    })
-    .await;
-}
-
-/// A TokenRequest-minted token for ServiceAccount `name` of `ns` (`audience` `None`: the API
-/// server's own).
-fn service_account_token(ns: &str, name: &str, audience: Option<&str>) -> String {
-    let mut args = vec!["create", "token", name, "-n", ns, "--duration", "10m"];
-    if let Some(audience) = audience {
-        args.extend(["--audience", audience]);
-    }
-    kubectl_ok(&args).trim().to_owned()
-}
-
-#[tokio::test]
-async fn chart_tokenreview_mode_accepts_only_tokens_for_its_audience() {
-    const AUDIENCE: &str = "mcp-task-operator-security";
-    with_temp_ns("sec-tokenreview", |client, ns| async move {
-        ensure_crds(&client).await;
-        let mut account = ServiceAccount::default();
-        account.metadata.name = Some("caller".to_owned());
-        Api::<ServiceAccount>::namespaced(client.clone(), &ns)
-            .create(&PostParams::default(), &account)
-            .await
-            .expect("create ServiceAccount caller");
-        let release = Release::new(&ns, "sec");
-        let audiences = format!("frontend.auth.tokenReview.audiences={{{AUDIENCE}}}");
-        let port = install(
-            &ns,
-            "sec",
-            &[
-                "rbac.scope=namespace",
-                "operator.replicaCount=1",
-                "frontend.replicaCount=1",
-                "frontend.auth.mode=tokenreview",
-                &audiences,
-            ],
-        );
-        // The one cluster-wide grant: create on tokenreviews, named after the namespace.
-        assert_eq!(
-            release.cluster_objects().len(),
-            2,
-            "{:?}",
-            release.cluster_objects()
-        );
-        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
-        let url = mcp_url(port);
-        let right =
-            Mcp::new(&url).with_token(&service_account_token(&ns, "caller", Some(AUDIENCE)));
-        right.wait_for_tools(&["slow_compute"]).await;
-
-        let tools_list = json!({});
-        for (token, what) in [
-            (
-                service_account_token(&ns, "caller", Some("wrong")),
-                "wrong audience",
-            ),
-            (
-                service_account_token(&ns, "caller", None),
-                "the API server's audience",
-            ),
-            (random_token(), "garbage"),
-        ] {
-            let reply = Mcp::new(&url)
-                .with_token(&token)
-                .request("tools/list", tools_list.clone(), false)
-                .await;
-            assert_eq!(reply.status, 401, "{what}: {}", reply.body);
-            assert_unauthorized(&reply, Some("invalid_token"));
-        }
-
-        let id = right
-            .start_task("slow_compute", json!({ "seconds": 0, "label": "sa" }))
-            .await;
-        right.wait_status(&id, "completed").await;
-        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(
-            tasks.get(&id).await.expect("task").spec.owner,
-            format!("system:serviceaccount:{ns}:caller")
-        );
     })
     .await;
 }
@@ -461,6 +340,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
                 "rbac.scope=namespace",
                 "frontend.auth.mode=none",
                 "frontend.auth.allowUnauthenticated=true",
+                "frontend.authorization.mode=none",
             ],
         );
         // --wait returned: every operator and front end replica is available.

@@ -35,6 +35,11 @@ name in two namespaces never share one. Argument: (list $ "suffix"). */}}
 {{- printf "%s-%s-%s" $.Release.Namespace (include "mto.fullname" $) (index . 1) | trunc 253 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The example ClusterRole callers are bound to (authorization.mode=rbac). */}}
+{{- define "mto.callerRoleName" -}}
+{{- include "mto.clusterName" (list . "caller") }}
+{{- end }}
+
 {{/* chart label value. */}}
 {{- define "mto.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
@@ -124,6 +129,9 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 {{- if and (eq $auth.mode "static") (not $auth.static.existingSecret) }}
 {{- fail "frontend.auth.mode=static needs frontend.auth.static.existingSecret" }}
+{{- end }}
+{{- if and (eq $auth.mode "tokenreview") (not $auth.tokenReview.audiences) }}
+{{- fail "frontend.auth.mode=tokenreview needs frontend.auth.tokenReview.audiences: tokens for the API server's own audience are never accepted" }}
 {{- end }}
 {{- end }}
 

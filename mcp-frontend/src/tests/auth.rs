@@ -8,8 +8,9 @@ use serde_json::json;
 use tower::ServiceExt;
 
 use super::*;
-use crate::auth::{Auth, StaticTokens};
+use crate::auth::Auth;
 use crate::error::TASK_NOT_FOUND;
+use crate::static_tokens::StaticTokens;
 
 fn token_state() -> (AppState, Arc<MemoryStore>) {
     let (state, store) = test_state_with(&[
@@ -120,7 +121,7 @@ async fn the_caller_owns_its_tasks_and_nobody_else_sees_them() {
 
 #[tokio::test]
 async fn a_token_mode_without_an_authenticator_fails_closed() {
-    let (state, _) = test_state_with(&[("AUTH_MODE", "tokenreview")]);
+    let (state, _) = test_state_with(&[("AUTH_MODE", "tokenreview"), ("TOKEN_AUDIENCES", "mcp")]);
     let response = call_as(
         &state,
         Some("anything"),

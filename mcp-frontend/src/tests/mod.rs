@@ -2,6 +2,7 @@
 
 mod apihealth;
 mod auth;
+mod authz;
 mod calls;
 mod listen;
 mod protocol;
@@ -41,6 +42,7 @@ pub fn test_state_with(vars: &[(&str, &str)]) -> (AppState, Arc<MemoryStore>) {
         match name {
             "AUTH_MODE" => Some("none".to_owned()),
             "ALLOW_UNAUTHENTICATED" => Some("true".to_owned()),
+            "AUTHORIZATION_MODE" => Some("none".to_owned()),
             "ALLOWED_ORIGINS" => Some("https://app.example".to_owned()),
             _ => None,
         }
