@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use crate::routes::refuse_unavailable;
 use crate::state::AppState;
 
 /// Owner recorded on tasks when authentication is off (`MCP_FRONTEND_AUTH_MODE=none`).
@@ -130,16 +131,18 @@ pub async fn authenticate(
             let Some(token) = bearer_token(&request) else {
                 return unauthorized(&state, None);
             };
+            // A replica cut off from the API server refuses every request anyway (see
+            // `routes::unavailable_reason`): say so at once, as JSON-RPC, rather than wait for
+            // a review that cannot answer.
+            if !state.api_health.is_reachable() {
+                return refuse_unavailable(&[], crate::error::API_SERVER_UNREACHABLE);
+            }
             match authenticator.authenticate(token).await {
                 Ok(Some(identity)) => identity,
                 Ok(None) => return unauthorized(&state, Some("invalid_token")),
                 Err(error) => {
                     tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "authentication unavailable",
-                    )
-                        .into_response();
+                    return refuse_unavailable(&[], crate::error::AUTHENTICATION_UNAVAILABLE);
                 }
             }
         }

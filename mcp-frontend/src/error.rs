@@ -36,6 +36,10 @@ pub const TASK_CACHE_SYNCING: &str = "this server replica is loading its task ca
 /// SubjectAccessReview failed).
 pub const AUTHORIZATION_UNAVAILABLE: &str =
     "authorization check unavailable on this server replica; retry the request";
+/// Message of the -32603 answer when a bearer token could not be checked (the TokenReview
+/// failed); sent with HTTP 503 before the request body is read, so with a null `id`.
+pub const AUTHENTICATION_UNAVAILABLE: &str =
+    "authentication check unavailable on this server replica; retry the request";
 /// `data.retryAfterMs` of [`API_SERVER_UNREACHABLE`] and [`TASK_CACHE_SYNCING`] answers.
 pub const UNREACHABLE_RETRY_AFTER_MS: u64 = 1000;
 

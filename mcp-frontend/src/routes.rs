@@ -176,7 +176,7 @@ fn unavailable_reason(state: &AppState) -> Option<&'static str> {
 /// The answer of a replica that cannot serve, at once and whatever the request: HTTP 503 with
 /// `Retry-After` and a JSON-RPC -32603 saying why. The request's `id` is kept when the body has
 /// one.
-fn refuse_unavailable(body: &[u8], reason: &'static str) -> Response {
+pub(crate) fn refuse_unavailable(body: &[u8], reason: &'static str) -> Response {
     #[derive(serde::Deserialize)]
     struct PeekId {
         id: Option<RequestId>,

@@ -25,6 +25,16 @@ pub const ANONYMOUS_TWO_REPLICAS: &[&str] = &[
     "frontend.authorization.mode=none",
 ];
 
+/// `--set` values of the stack the end-to-end, fault and load tests install: namespace-scoped,
+/// 2 operator and 2 front-end replicas, and the chart's default auth (TokenReview for the
+/// audience [`crate::callers::AUDIENCE`], RBAC on tools): clients send a token from
+/// [`crate::callers::caller_token`].
+pub const TWO_REPLICAS: &[&str] = &[
+    "rbac.scope=namespace",
+    "operator.replicaCount=2",
+    "frontend.replicaCount=2",
+];
+
 /// The front end's `/mcp` on node port `port`.
 pub fn mcp_url(port: u16) -> String {
     format!("http://{NODE_IP}:{port}/mcp")

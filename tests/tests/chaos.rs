@@ -22,14 +22,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_tests::callers::caller_token;
 use mcp_task_operator_tests::faults::{
     JobRecorder, Partition, Restore, cluster_ctl, container_pid, pod_is_ready, pods_ready,
 };
 use mcp_task_operator_tests::mcp_client::{Mcp, framed};
 use mcp_task_operator_tests::operator::{TaskRecorder, ensure_example_images};
-use mcp_task_operator_tests::stack::{
-    ANONYMOUS_TWO_REPLICAS, NODE_IP, Release, install, output_text,
-};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install, output_text};
 use mcp_task_operator_tests::traffic::{Record, Traffic, wait_for_tools};
 use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
@@ -144,7 +143,8 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
         ensure_crds(&client).await;
         block_in_place(ensure_example_images);
         let _release = Release::new(&ns, RELEASE);
-        let port = block_in_place(|| install(&ns, RELEASE, ANONYMOUS_TWO_REPLICAS));
+        let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
+        let token = caller_token(&client, &ns, RELEASE, "chaos-client").await;
         let tools = chart_dir().join("../../examples/conformance/mcptools.yaml");
         let tools = tools.to_str().expect("UTF-8 path");
         block_in_place(|| {
@@ -160,7 +160,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
             ]);
         });
         let url = format!("http://{NODE_IP}:{port}/mcp");
-        let traffic = Traffic::new(&url, Record::default());
+        let traffic = Traffic::new(&url, Record::default()).with_token(&token);
         wait_for_tools(
             &traffic,
             &["slow_compute", "failing_job", "protocol_error_job"],

@@ -10,12 +10,14 @@
 //! 2. the TypeScript (ext-tasks) and Python SDK clients' poll, input, listen and cancel flows;
 //! 3. the restock report through `examples/clients/restock_report.py`.
 //!
-//! The suite sends no `Authorization` header (its `server` command has no header or auth
-//! option), so this release runs with `frontend.auth.mode=none` and
-//! `allowUnauthenticated=true`; every client here is the same anonymous caller.
+//! The release runs with the chart's default auth (TokenReview for the front end's audience,
+//! RBAC on tools): every client sends a ServiceAccount token bound to the caller role. The
+//! suite alone sends no `Authorization` header (its `server` command has no header or auth
+//! option), so it goes through a localhost relay that adds the same token.
 
 use std::time::{Duration, Instant};
 
+use mcp_task_operator_tests::callers::caller_token;
 use mcp_task_operator_tests::clients::{
     assert_python_flows, assert_typescript_flows, run_python_flows, run_restock_report,
     run_typescript_flows,
@@ -28,7 +30,8 @@ use mcp_task_operator_tests::fixture_tools::{
     CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
 };
 use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{ANONYMOUS_TWO_REPLICAS, NODE_IP, Relay, Release, install};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install};
+use mcp_task_operator_tests::token_relay::TokenRelay;
 use mcp_task_operator_tests::{ensure_crds, kubectl, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 
@@ -117,7 +120,8 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         let begun = Instant::now();
         ensure_crds(&client).await;
         let _release = Release::new(&ns, RELEASE);
-        let port = install(&ns, RELEASE, ANONYMOUS_TWO_REPLICAS);
+        let port = install(&ns, RELEASE, TWO_REPLICAS);
+        let token = caller_token(&client, &ns, RELEASE, "e2e-client").await;
         eprintln!(
             "chart installed and rolled out in {:.1} s",
             begun.elapsed().as_secs_f64()
@@ -147,16 +151,17 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         ]);
 
         let url = format!("http://{NODE_IP}:{port}/mcp");
-        let mcp = Mcp::new(&url);
+        let mcp = Mcp::new(&url).with_token(&token);
         let mut tools = FIXTURE_TOOLS.to_vec();
         tools.extend(CORE_FIXTURE_TOOLS);
         tools.push("restock_report");
         mcp.wait_for_tools(&tools).await;
         measure(&mcp).await;
 
-        // 1. The suite, through a localhost relay to the NodePort: its DNS-rebinding scenario
-        // runs only against a localhost URL. One run holds the tasks scenarios too.
-        let relay = Relay::start(&format!("{NODE_IP}:{port}")).await;
+        // 1. The suite, through a localhost relay to the NodePort that adds the token: its
+        // DNS-rebinding scenario runs only against a localhost URL. One run holds the tasks
+        // scenarios too.
+        let relay = TokenRelay::start(&format!("{NODE_IP}:{port}"), &token).await;
         let local_url = format!("http://127.0.0.1:{}/mcp", relay.port);
         let out = std::env::temp_dir().join(format!("mto-e2e-conformance-{ns}"));
         let started = Instant::now();
@@ -180,10 +185,11 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
 
         // 2. and 3. The clients and the restock report, at the same time.
         let started = Instant::now();
+        let report_args = ["--delay-ms", "20", "--token", &token];
         let (ts, py, report) = tokio::join!(
-            run_typescript_flows(&url, None),
-            run_python_flows(&url, None),
-            run_restock_report(&url, &["--delay-ms", "20"]),
+            run_typescript_flows(&url, Some(&token)),
+            run_python_flows(&url, Some(&token)),
+            run_restock_report(&url, &report_args),
         );
         eprintln!(
             "clients and restock report took {:.1} s",

@@ -18,10 +18,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::McpTool;
+use mcp_task_operator_tests::callers::caller_token;
 use mcp_task_operator_tests::faults::{component_pid, find_container_pid, pods_ready, rss_kib};
 use mcp_task_operator_tests::fixture_tools::apply_tool;
 use mcp_task_operator_tests::operator::ensure_example_images;
-use mcp_task_operator_tests::stack::{ANONYMOUS_TWO_REPLICAS, NODE_IP, Release, install};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install};
 use mcp_task_operator_tests::traffic::{Record, Traffic, percentile, wait_for_tools};
 use mcp_task_operator_tests::{chart_dir, ensure_crds, with_temp_ns};
 use rand::rngs::StdRng;
@@ -67,7 +68,8 @@ async fn mixed_load_keeps_errors_latency_and_memory_in_bounds() {
         ensure_crds(&client).await;
         block_in_place(ensure_example_images);
         let _release = Release::new(&ns, RELEASE);
-        let port = block_in_place(|| install(&ns, RELEASE, ANONYMOUS_TWO_REPLICAS));
+        let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
+        let token = caller_token(&client, &ns, RELEASE, "load-client").await;
         apply_load_tool(&client, &ns).await;
         let url = format!("http://{NODE_IP}:{port}/mcp");
         while !(pods_ready(&client, &ns, FRONTEND, 2).await
@@ -76,7 +78,7 @@ async fn mixed_load_keeps_errors_latency_and_memory_in_bounds() {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         let record = Record::default();
-        let traffic = Traffic::new(&url, record.clone());
+        let traffic = Traffic::new(&url, record.clone()).with_token(&token);
         wait_for_tools(&traffic, &[TOOL]).await;
         let started = Instant::now();
         let until = started + Duration::from_secs(seconds);
