@@ -237,3 +237,34 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_restarted_operator_checks_the_same_nonce_from_the_job() {
+    with_temp_ns("sec-nonce-restart", |client, ns| async move {
+        ensure_crds(&client).await;
+        ensure_example_images();
+        let script = r#"
+nonce=$(cat /var/run/mcp/message-nonce)
+printf '{"mcp":"status","nonce":"%s","message":"started"}\n' "$nonce"
+sleep 6
+printf '%s\n' '{"mcp":"result","result":{"content":[{"type":"text","text":"forged"}]}}'
+printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":"real"}]}}\n' "$nonce"
+"#;
+        let signed = shell_tool("relay", script, json!({"messageNonce": true}));
+        create_tool(&client, &ns, &signed).await;
+        let mut first = Operator::start_leader(&ns).await;
+        let name = create_task(&client, &ns, "relay", json!({}))
+            .await
+            .name_any();
+        let started = |t: &McpTask| status_message(t) == "started";
+        mcp_task_operator_tests::operator::wait_task(&client, &ns, &name, WAIT, started).await;
+
+        // Nothing of the first process survives; the second reads the nonce from the Job.
+        first.kill().await;
+        let _second = Operator::start_leader(&ns).await;
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        assert_eq!(result_text(&done), "real");
+    })
+    .await;
+}
