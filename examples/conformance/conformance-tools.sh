@@ -41,9 +41,9 @@ string_arg() {
 # result TEXT [STRUCTURED]: prints a successful result; TEXT must already be JSON-escaped.
 result() {
   if [ -n "${2:-}" ]; then
-    printf '{"mcp":"result","result":{"content":[{"type":"text","text":"%s"}],"structuredContent":%s,"isError":false}}\n' "$1" "$2"
+    mcp_send result "$(printf '"result":{"content":[{"type":"text","text":"%s"}],"structuredContent":%s,"isError":false}' "$1" "$2")"
   else
-    printf '{"mcp":"result","result":{"content":[{"type":"text","text":"%s"}],"isError":false}}\n' "$1"
+    mcp_send result "$(printf '"result":{"content":[{"type":"text","text":"%s"}],"isError":false}' "$1")"
   fi
 }
 
@@ -99,13 +99,12 @@ failing_job() {
 
 protocol_error_job() {
   mcp_sleep_ms 500 || cancelled "protocol_error_job stopped"
-  printf '%s\n' '{"mcp":"error","error":{"code":-32603,"message":"protocol_error_job: internal error raised on purpose","data":{"fixture":"protocol_error_job"}}}'
+  mcp_send error '"error":{"code":-32603,"message":"protocol_error_job: internal error raised on purpose","data":{"fixture":"protocol_error_job"}}'
 }
 
 confirm_delete() {
   filename=$(string_arg filename file)
-  printf '{"mcp":"input","requests":{%s}}\n' \
-    "$(ask confirm-1 "Delete $filename? This cannot be undone." confirm boolean)"
+  mcp_send input "\"requests\":{$(ask confirm-1 "Delete $filename? This cannot be undone." confirm boolean)}"
   mcp_wait_input confirm-1 || cancelled "no answer to the delete confirmation"
   action=$(mcp_json_string "$(answer confirm-1 action)") || action=none
   if [ "$action" = accept ] && [ "$(answer confirm-1 content.confirm)" = true ]; then
@@ -117,9 +116,7 @@ confirm_delete() {
 }
 
 multi_input() {
-  printf '{"mcp":"input","requests":{%s,%s}}\n' \
-    "$(ask name-1 "What is your name?" name string)" \
-    "$(ask confirm-1 "Shall I go on?" confirm boolean)"
+  mcp_send input "\"requests\":{$(ask name-1 "What is your name?" name string),$(ask confirm-1 "Shall I go on?" confirm boolean)}"
   mcp_wait_input name-1 confirm-1 || cancelled "the questions were not answered"
   name=$(answer name-1 content.name)
   name=$(mcp_json_string "$name") || name=stranger
@@ -144,7 +141,7 @@ IMAGE="{\"type\":\"image\",\"data\":\"$PNG\",\"mimeType\":\"image/png\"}"
 
 # content JSON [IS_ERROR]: prints a result whose content array is JSON.
 content() {
-  printf '{"mcp":"result","result":{"content":%s,"isError":%s}}\n' "$1" "${2:-false}"
+  mcp_send result "\"result\":{\"content\":$1,\"isError\":${2:-false}}"
 }
 
 # text TEXT [IS_ERROR]: prints a result holding one text (TEXT already JSON-escaped).

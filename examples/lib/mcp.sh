@@ -2,17 +2,35 @@
 # Helpers for tools written against the tool container contract (v1) in POSIX sh, for busybox.
 # Sourced by the example tools; copied into their images at /usr/local/lib/mcp/mcp.sh.
 #
-# The contract, in short (docs: DESIGN.md, "Tool container contract (v1)"):
+# The contract, in short:
 #   env MCP_TASK_ID, MCP_TOOL_NAME, MCP_TOOL_ARGUMENTS (JSON object), MCP_START_INPUTS (JSON)
 #   /var/run/mcp/cancel-requested  empty until the client cancels, then an RFC 3339 time
 #   /var/run/mcp/input-responses   "{}" until the client answers, then {"<key>": <answer>, ...}
+#   /var/run/mcp/message-nonce     only with messageNonce: true: the nonce every message carries
 #   stdout: one JSON object per line with the key "mcp" is a message; anything else is a log line.
+#   (docs/tool-contract.md has the whole contract.) Print messages with mcp_send: it signs them
+#   with the nonce whenever the file exists.
 #
 # JSON is handled as text: mcp_json_get returns a value's raw JSON text, so a string comes back
 # with its quotes and escapes intact and can be put back into a JSON string without re-escaping.
 
 # Directory of the contract's files. The override is for running a tool outside a pod.
 MCP_RUN_DIR=${MCP_RUN_DIR:-/var/run/mcp}
+
+# The task's message nonce (empty unless the McpTool sets messageNonce: true). Read once: it
+# never changes for the life of the pod.
+MCP_NONCE=$(cat "$MCP_RUN_DIR/message-nonce" 2>/dev/null || true)
+
+# mcp_send KIND [MEMBERS]: prints one contract message {"mcp":"KIND",MEMBERS} on a line, signed
+# with the task's nonce when there is one. MEMBERS is the rest of the JSON object without its
+# braces, e.g. '"result":{"content":[]}'.
+mcp_send() {
+  if [ -n "$MCP_NONCE" ]; then
+    printf '{"mcp":"%s","nonce":"%s"%s%s}\n' "$1" "$MCP_NONCE" "${2:+,}" "${2:-}"
+  else
+    printf '{"mcp":"%s"%s%s}\n' "$1" "${2:+,}" "${2:-}"
+  fi
+}
 
 # mcp_json_get JSON [PATH]: prints the raw JSON text of the value at PATH, a dot-separated list
 # of object keys (e.g. "user_name.content.name"; empty = the whole value). Returns 1 when a key
@@ -119,13 +137,13 @@ mcp_int() {
 
 # mcp_status TEXT: reports progress (the task's statusMessage).
 mcp_status() {
-  printf '{"mcp":"status","message":"%s"}\n' "$(mcp_json_escape "$1")"
+  mcp_send status "\"message\":\"$(mcp_json_escape "$1")\""
 }
 
 # mcp_status_escaped TEXT: the same, for TEXT that is already JSON-escaped (e.g. built from
 # string arguments as mcp_json_string returns them).
 mcp_status_escaped() {
-  printf '{"mcp":"status","message":"%s"}\n' "$1"
+  mcp_send status "\"message\":\"$1\""
 }
 
 # mcp_cancelled: true once the client has asked to cancel the task.

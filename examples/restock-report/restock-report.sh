@@ -76,5 +76,5 @@ structured="{\"threshold\":$threshold,\"recounted\":$PRODUCTS,\"lowStock\":[$low
 # The structured content again as text (MCP: a tool returning structuredContent should also
 # return it serialized in a text block). It holds no backslashes, so escaping quotes suffices.
 structured_text=$(printf '%s' "$structured" | sed 's/"/\\"/g')
-printf '{"mcp":"result","result":{"content":[{"type":"text","text":"%s"},{"type":"text","text":"%s"}],"structuredContent":%s,"isError":false}}\n' \
-  "$summary" "$structured_text" "$structured"
+mcp_send result "$(printf '"result":{"content":[{"type":"text","text":"%s"},{"type":"text","text":"%s"}],"structuredContent":%s,"isError":false}' \
+  "$summary" "$structured_text" "$structured")"

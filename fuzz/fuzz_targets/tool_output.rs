@@ -5,7 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_task_operator::contract::{LineSplitter, MAX_LINE_BYTES, Progress, RawLine, parse_line};
+use mcp_task_operator::contract::{
+    LineSplitter, MAX_LINE_BYTES, Progress, RawLine, parse_line, parse_signed_line,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&chunking, stream)) = data.split_first() else {
@@ -17,13 +19,17 @@ fuzz_target!(|data: &[u8]| {
     let mut small = Progress::with_bounds(256, 64, 128);
     // Production bounds: what the operator really runs with.
     let mut real = Progress::default();
+    // A tool with messageNonce: only lines carrying the nonce are messages.
+    let mut signed = Progress::with_bounds(256, 64, 128).with_nonce(Some("n0nce".to_owned()));
     for piece in stream.chunks(chunk) {
         let _ = small.push_bytes(piece);
         let _ = real.push_bytes(piece);
+        let _ = signed.push_bytes(piece);
     }
     let _ = small.finish();
     let _ = real.finish();
-    for progress in [&small, &real] {
+    let _ = signed.finish();
+    for progress in [&small, &real, &signed] {
         let _ = progress.output().text();
         let _ = progress.output().tail_text();
         let _ = progress.outstanding_input(|key| key.len() % 2 == 0);
@@ -37,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
         unterminated: false,
     };
     let _ = parse_line(&whole, MAX_LINE_BYTES);
+    let _ = parse_signed_line(&whole, MAX_LINE_BYTES, Some("n0nce"));
     let mut splitter = LineSplitter::new(usize::from(chunking));
     for line in splitter.push(stream).into_iter().chain(splitter.finish()) {
         assert!(

@@ -159,8 +159,27 @@ fn validate_url(params: &Map<String, Value>) -> Result<(), InputRequestError> {
         .get("url")
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(ELICIT, "url mode needs a \"url\" string"))?;
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
-        return Err(invalid(ELICIT, "\"url\" must be an http or https URL"));
+    check_elicitation_url(url).map_err(|reason| invalid(ELICIT, reason))
+}
+
+/// Checks the `url` of a URL-mode elicitation: an `https://` URL with a host and no
+/// whitespace or control characters. Plain `http://` (also to localhost) and every other
+/// scheme are refused: the client opens the page for a user who may enter secrets there, and
+/// the MCP specification asks servers for HTTPS outside development
+/// (https://modelcontextprotocol.io/specification/2025-11-25/client/elicitation).
+pub fn check_elicitation_url(url: &str) -> Result<(), &'static str> {
+    let Some(rest) = url
+        .get(..8)
+        .filter(|s| s.eq_ignore_ascii_case("https://"))
+        .map(|_| &url[8..])
+    else {
+        return Err("\"url\" must be an https:// URL (http:// and other schemes are refused)");
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("\"url\" must not contain whitespace or control characters");
+    }
+    if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+        return Err("\"url\" must name a host after https://");
     }
     Ok(())
 }
@@ -264,7 +283,17 @@ mod tests {
             (
                 json!({"method": ELICIT, "params": {"mode": "url", "message": "m",
                     "url": "javascript:alert(1)"}}),
-                "http",
+                "https://",
+            ),
+            (
+                json!({"method": ELICIT, "params": {"mode": "url", "message": "m",
+                    "url": "http://attacker.example/login"}}),
+                "must be an https:// URL",
+            ),
+            (
+                json!({"method": ELICIT, "params": {"mode": "url", "message": "m",
+                    "url": "http://localhost:8080/"}}),
+                "must be an https:// URL",
             ),
             (
                 json!({"method": SAMPLING, "params": {"maxTokens": 1}}),
@@ -282,6 +311,27 @@ mod tests {
                 err.contains(&expected),
                 "{request}: {err:?} lacks {expected:?}"
             );
+        }
+    }
+
+    #[test]
+    fn elicitation_urls_must_be_https_with_a_host() {
+        assert_eq!(
+            check_elicitation_url("https://example.com/auth?x=1"),
+            Ok(())
+        );
+        assert_eq!(check_elicitation_url("HTTPS://example.com"), Ok(()));
+        for bad in [
+            "http://example.com",
+            "ftp://example.com",
+            "//example.com",
+            "https://",
+            "https:///path",
+            "https://exa mple.com",
+            "https://example.com/\n",
+            "é",
+        ] {
+            assert!(check_elicitation_url(bad).is_err(), "{bad:?} accepted");
         }
     }
 

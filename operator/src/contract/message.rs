@@ -54,6 +54,9 @@ pub enum Line {
     Log(String),
     /// A line that meant to be a message but is not a valid one.
     Malformed(Malformed),
+    /// A `{"mcp": ...}` line without the task's message nonce, from a tool that signs its
+    /// messages: an ordinary log line (its text), counted and reported once.
+    Unsigned(String),
 }
 
 /// A malformed contract message: why, and the line's text for logs and plain output.
@@ -117,15 +120,32 @@ pub enum MalformedReason {
     },
 }
 
-/// Classifies one raw line. `max_line_bytes` is only used to report a cut line's bound.
+/// Classifies one raw line of a tool that does not sign its messages. `max_line_bytes` is only
+/// used to report a cut line's bound.
 pub fn parse_line(line: &RawLine, max_line_bytes: usize) -> Line {
+    parse_signed_line(line, max_line_bytes, None)
+}
+
+/// Classifies one raw line. With a `nonce` (the tool sets `messageNonce`), a message counts only
+/// if it carries `"nonce": "<nonce>"`; a cut or broken one only if its bytes hold the nonce
+/// (third-party content cannot know it). Other `{"mcp": ...}` lines are [`Line::Unsigned`], and
+/// the nonce never appears in a line's text (which may reach the task's status).
+pub fn parse_signed_line(line: &RawLine, max_line_bytes: usize, nonce: Option<&str>) -> Line {
     // Everything read here may end up in the task's status, written by server-side apply.
-    let text = replace_refused_in(line_text(line));
+    let mut text = replace_refused_in(line_text(line));
     let trimmed = line.bytes.trim_ascii();
+    let holds_nonce = nonce.is_some_and(|n| contains(trimmed, n.as_bytes()));
+    if let Some(n) = nonce.filter(|_| holds_nonce) {
+        text = text.replace(n, "<nonce>");
+    }
     let message_like = starts_with_mcp_key(trimmed);
+    let unsigned = nonce.is_some() && !holds_nonce;
     if line.is_truncated() {
         if !message_like {
             return Line::Log(text);
+        }
+        if unsigned {
+            return Line::Unsigned(text);
         }
         let kind = sniff_kind(trimmed);
         if kind.as_deref() == Some("result") {
@@ -142,6 +162,12 @@ pub fn parse_line(line: &RawLine, max_line_bytes: usize) -> Line {
     }
     match serde_json::from_slice::<Value>(trimmed) {
         Ok(Value::Object(mut obj)) if obj.contains_key("mcp") => {
+            let signature = obj.remove("nonce");
+            if let Some(n) = nonce
+                && signature.as_ref().and_then(Value::as_str) != Some(n)
+            {
+                return Line::Unsigned(text);
+            }
             obj.values_mut().for_each(replace_refused);
             let kind = obj.get("mcp").and_then(Value::as_str).map(str::to_owned);
             match parse_message(obj) {
@@ -150,6 +176,7 @@ pub fn parse_line(line: &RawLine, max_line_bytes: usize) -> Line {
             }
         }
         Ok(_) => Line::Log(text),
+        Err(_) if message_like && unsigned => Line::Unsigned(text),
         Err(e) if message_like => Line::Malformed(Malformed {
             kind: sniff_kind(trimmed),
             reason: MalformedReason::InvalidJson {
@@ -168,6 +195,10 @@ fn line_text(line: &RawLine) -> String {
     } else {
         text.into_owned()
     }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// True if the bytes open a JSON object whose first key is `"mcp"`.

@@ -4,6 +4,7 @@
 //! stream into bounded lines, the parsing of `{"mcp": ...}` messages and the accumulation of
 //! plain output. The controller feeds it bytes and reads back a [`Progress`].
 
+pub mod env;
 pub mod input;
 pub mod lines;
 pub mod message;
@@ -11,9 +12,12 @@ pub mod output;
 pub mod progress;
 pub mod yaml_safe;
 
-pub use input::{InputRequestError, validate_input_key, validate_input_request};
+pub use env::{EnvTooLarge, MAX_ENV_VAR_BYTES, check_env_size, kubelet_literal};
+pub use input::{
+    InputRequestError, check_elicitation_url, validate_input_key, validate_input_request,
+};
 pub use lines::{LineSplitter, RawLine};
-pub use message::{Line, Malformed, MalformedReason, Message, parse_line};
+pub use message::{Line, Malformed, MalformedReason, Message, parse_line, parse_signed_line};
 pub use output::OutputBuffer;
 pub use progress::{Progress, ProgressWarning, Terminal};
 
@@ -35,10 +39,17 @@ pub const CANCEL_FILE: &str = "cancel-requested";
 /// File (under [`MOUNT_PATH`]) holding the client's answers as a JSON object (`{}` until then).
 pub const INPUT_RESPONSES_FILE: &str = "input-responses";
 
+/// File (under [`MOUNT_PATH`]) holding the task's message nonce, for tools with
+/// `messageNonce: true` only: a contract message must carry `"nonce": "<its content>"`.
+pub const MESSAGE_NONCE_FILE: &str = "message-nonce";
+
 /// Pod annotation projected into [`CANCEL_FILE`]; the operator sets it on the live pod.
 pub const POD_CANCEL_ANNOTATION: &str = "mcptasks.io/cancel-requested";
 /// Pod annotation projected into [`INPUT_RESPONSES_FILE`]; the operator keeps it in step.
 pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";
+/// Pod template annotation of a task's Job projected into [`MESSAGE_NONCE_FILE`]; the Job is
+/// where the operator reads the nonce back (after a restart too).
+pub const POD_MESSAGE_NONCE_ANNOTATION: &str = "mcptasks.io/message-nonce";
 /// Initial value of [`POD_INPUT_RESPONSES_ANNOTATION`]: no answers yet.
 pub const EMPTY_INPUT_RESPONSES: &str = "{}";
 

@@ -10,7 +10,7 @@ use mcp_task_operator_crds::TaskError;
 use serde_json::{Map, Value};
 
 use super::lines::{LineSplitter, RawLine};
-use super::message::{Line, Malformed, Message, parse_line};
+use super::message::{Line, Malformed, Message, parse_signed_line};
 use super::output::OutputBuffer;
 use super::{
     MAX_INPUT_REQUESTS, MAX_INPUT_TOTAL_BYTES, MAX_LINE_BYTES, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES,
@@ -66,6 +66,13 @@ pub enum ProgressWarning {
     /// A log line is not valid UTF-8; it was kept with replacement characters.
     #[error("output line is not valid UTF-8; undecodable bytes were replaced")]
     InvalidUtf8,
+    /// A `{"mcp": ...}` line without the task's message nonce was kept as plain output;
+    /// reported for the first such line only.
+    #[error(
+        "an {{\"mcp\": ...}} line without the task's message nonce was kept as plain output \
+         (the tool sets messageNonce); further ones are counted, not reported"
+    )]
+    UnsignedMessage,
     /// A message arrived after the result or error message; it is ignored.
     #[error("{kind} message after the task's result or error; ignored")]
     AfterTerminal {
@@ -84,6 +91,7 @@ impl ProgressWarning {
             Self::AfterTerminal { .. } => "MessageAfterResult",
             Self::LineCut { .. } => "OutputLineCut",
             Self::InvalidUtf8 => "OutputNotUtf8",
+            Self::UnsignedMessage => "UnsignedMessageIgnored",
         }
     }
 }
@@ -99,6 +107,10 @@ pub struct Progress {
     input_bytes: usize,
     terminal: Option<Terminal>,
     output: OutputBuffer,
+    /// The message nonce lines must carry, if the tool signs its messages.
+    nonce: Option<String>,
+    /// How many `{"mcp": ...}` lines lacked the nonce.
+    unsigned_messages: usize,
 }
 
 impl Default for Progress {
@@ -118,7 +130,15 @@ impl Progress {
             input_bytes: 0,
             terminal: None,
             output: OutputBuffer::new(head_bytes, tail_bytes),
+            nonce: None,
+            unsigned_messages: 0,
         }
+    }
+
+    /// The same progress, taking as messages only lines signed with `nonce` (if any).
+    pub fn with_nonce(mut self, nonce: Option<String>) -> Self {
+        self.nonce = nonce;
+        self
     }
 
     /// Feeds a chunk of the log stream; returns the warnings its complete lines raised.
@@ -140,7 +160,7 @@ impl Progress {
 
     /// Parses and folds one raw line; a cut or undecodable log line is worth a warning too.
     fn observe_raw(&mut self, raw: &RawLine) -> Option<ProgressWarning> {
-        let line = parse_line(raw, self.max_line_bytes);
+        let line = parse_signed_line(raw, self.max_line_bytes, self.nonce.as_deref());
         let notice = match &line {
             Line::Log(_) if raw.is_truncated() => Some(ProgressWarning::LineCut {
                 bytes: raw.len,
@@ -165,6 +185,11 @@ impl Progress {
             Line::Malformed(malformed) => {
                 self.output.push_line(&malformed.text);
                 Some(ProgressWarning::Malformed(malformed))
+            }
+            Line::Unsigned(text) => {
+                self.output.push_line(&text);
+                self.unsigned_messages += 1;
+                (self.unsigned_messages == 1).then_some(ProgressWarning::UnsignedMessage)
             }
             Line::Message(message) => self.observe_message(message),
         }
@@ -246,6 +271,11 @@ impl Progress {
     /// The first result or error message, if one has arrived.
     pub fn terminal(&self) -> Option<&Terminal> {
         self.terminal.as_ref()
+    }
+
+    /// How many `{"mcp": ...}` lines lacked the task's message nonce (kept as plain output).
+    pub fn unsigned_messages(&self) -> usize {
+        self.unsigned_messages
     }
 
     /// The plain output so far.

@@ -11,6 +11,7 @@ use mcp_task_operator_crds::{McpTask, McpTaskStatus, McpTool};
 use serde_json::json;
 
 use super::build::{cancel_annotation_value, input_responses_annotation_value};
+use super::observe::controlled_by;
 use crate::contract::{POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION};
 use crate::controller::FIELD_MANAGER;
 use crate::error::{Error, KubeOp, Result};
@@ -84,14 +85,23 @@ pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Resu
     }
 }
 
-/// The pods of the task's Job.
-pub async fn list_pods(client: &Client, namespace: &str, job: &str) -> Result<Vec<Pod>> {
+/// The pods of the task's Job: labelled with its name and controlled by it (its UID). A pod
+/// that only copies the label (anyone may) is never read, followed or annotated.
+pub async fn list_pods(client: &Client, namespace: &str, job: &Job) -> Result<Vec<Pod>> {
+    let name = job.name_any();
+    // NB: the API server gives every object a UID; an empty one matches no reference.
+    let job_uid = job.uid().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let params = ListParams::default().labels(&format!("{JOB_NAME_LABEL}={job}"));
-    pods.list(&params)
+    let params = ListParams::default().labels(&format!("{JOB_NAME_LABEL}={name}"));
+    let list = pods
+        .list(&params)
         .await
-        .map(|l| l.items)
-        .map_err(|e| Error::kube(KubeOp::List, "Pod", job, e))
+        .map_err(|e| Error::kube(KubeOp::List, "Pod", &name, e))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| controlled_by(&p.metadata, &job_uid))
+        .collect())
 }
 
 /// Patches the live pod's cancel and input-responses annotations when they lag the task; the

@@ -19,8 +19,9 @@ use crate::config::Config;
 use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
     CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_START_INPUTS, ENV_TASK_ID, ENV_TOOL_ARGUMENTS,
-    ENV_TOOL_NAME, INPUT_RESPONSES_FILE, MOUNT_PATH, POD_CANCEL_ANNOTATION,
-    POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME,
+    ENV_TOOL_NAME, EnvTooLarge, INPUT_RESPONSES_FILE, MOUNT_PATH, POD_CANCEL_ANNOTATION,
+    POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME, check_env_size,
+    kubelet_literal,
 };
 
 /// Label on Jobs and pods naming the task they run.
@@ -47,6 +48,9 @@ pub enum BuildError {
         /// The tool's object name.
         tool: String,
     },
+    /// An env var (the arguments, say) is larger than a container can receive.
+    #[error(transparent)]
+    EnvTooLarge(#[from] EnvTooLarge),
     /// A JSON value for the container could not be serialized.
     #[error("failed to serialize {what}")]
     Serialize {
@@ -209,11 +213,17 @@ fn tool_container_index(spec: &PodSpec) -> Option<usize> {
     }
 }
 
+/// The contract's env vars. NB: every value goes through [`kubelet_literal`]: the kubelet
+/// would otherwise expand `$(NAME)` in caller data with the template's own env (secrets too).
 fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildError> {
-    let var = |name: &str, value: String| EnvVar {
-        name: name.to_owned(),
-        value: Some(value),
-        value_from: None,
+    let var = |name: &str, value: String| -> Result<EnvVar, BuildError> {
+        // The container receives the value unescaped: that is the size exec checks.
+        check_env_size(name, &value)?;
+        Ok(EnvVar {
+            name: name.to_owned(),
+            value: Some(kubelet_literal(&value)),
+            value_from: None,
+        })
     };
     let arguments = match &task.spec.arguments {
         None => "{}".to_owned(),
@@ -227,9 +237,9 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
             })?,
     };
     let mut env = vec![
-        var(ENV_TASK_ID, task.task_id().to_owned()),
-        var(ENV_TOOL_NAME, task.spec.tool.clone()),
-        var(ENV_TOOL_ARGUMENTS, arguments),
+        var(ENV_TASK_ID, task.task_id().to_owned())?,
+        var(ENV_TOOL_NAME, task.spec.tool.clone())?,
+        var(ENV_TOOL_ARGUMENTS, arguments)?,
     ];
     let has_start_inputs = tool
         .spec
@@ -244,7 +254,7 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
                 what: "spec.startInputResponses",
                 source,
             })?;
-        env.push(var(ENV_START_INPUTS, answers));
+        env.push(var(ENV_START_INPUTS, answers)?);
     }
     Ok(env)
 }

@@ -52,6 +52,19 @@ impl FollowState {
     }
 }
 
+/// The log stream a follower reads, and how its messages are signed.
+#[derive(Debug, Clone, Copy)]
+pub struct LogSource<'a> {
+    /// The pod's name.
+    pub pod_name: &'a str,
+    /// The pod's UID: a new pod (same name or not) gets a fresh follower.
+    pub pod_uid: &'a str,
+    /// The tool container's name.
+    pub container: &'a str,
+    /// The task's message nonce, if its tool signs its messages.
+    pub nonce: Option<&'a str>,
+}
+
 /// Called by a follower: `Some(warning)` for a tool-output warning, `None` after new output.
 pub type Notify = Arc<dyn Fn(Option<ProgressWarning>) + Send + Sync>;
 
@@ -83,18 +96,22 @@ impl Followers {
             .map(|f| Arc::clone(&f.state))
     }
 
-    /// Makes sure a follower reads the logs of `pod_uid`, starting a fresh one when there is
+    /// Makes sure a follower reads the logs of `source`, starting a fresh one when there is
     /// none, when the pod changed, or when `restart` is set (a dropped stream of a live pod).
     pub fn ensure(
         &self,
         task_uid: &str,
         pods: Api<Pod>,
-        pod: (&str, &str),
-        container: &str,
+        source: LogSource<'_>,
         restart: bool,
         notify: Notify,
     ) -> Arc<Mutex<FollowState>> {
-        let (pod_name, pod_uid) = pod;
+        let LogSource {
+            pod_name,
+            pod_uid,
+            container,
+            nonce,
+        } = source;
         let mut followers = lock(&self.inner);
         let mut rereads = 0;
         if let Some(existing) = followers.get(task_uid)
@@ -108,6 +125,7 @@ impl Followers {
         let state = Arc::new(Mutex::new(FollowState {
             started_at: Some(std::time::Instant::now()),
             rereads,
+            progress: Progress::default().with_nonce(nonce.map(str::to_owned)),
             ..FollowState::default()
         }));
         let task = tokio::spawn(follow(
@@ -237,8 +255,14 @@ mod tests {
         let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
         let followers = Followers::default();
         let notify: Notify = Arc::new(|_| {});
-        let ensure = |uid: &str, pod: (&str, &str), restart| {
-            followers.ensure(uid, api.clone(), pod, "tool", restart, Arc::clone(&notify))
+        let ensure = |uid: &str, (pod_name, pod_uid): (&str, &str), restart| {
+            let source = LogSource {
+                pod_name,
+                pod_uid,
+                container: "tool",
+                nonce: None,
+            };
+            followers.ensure(uid, api.clone(), source, restart, Arc::clone(&notify))
         };
         let first = ensure("live", ("p", "pod-1"), false);
         assert!(

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod build;
 pub mod follow;
+pub mod nonce;
 pub mod notify;
 pub mod observe;
 pub mod outcome;

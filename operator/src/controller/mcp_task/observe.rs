@@ -6,6 +6,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::contract::TOOL_CONTAINER_NAME;
 
@@ -34,6 +35,10 @@ pub enum FailureReason {
     ToolInvalid,
     /// The tool's pod template asks for what the operator's tool policy does not allow.
     TemplateNotAllowed,
+    /// The call's arguments (or start-input answers) are larger than a container can receive.
+    ArgumentsTooLarge,
+    /// A Job of the task's name exists that the task does not own; it is left alone.
+    JobConflict,
 }
 
 impl FailureReason {
@@ -51,6 +56,8 @@ impl FailureReason {
             Self::ToolNotFound => "ToolNotFound",
             Self::ToolInvalid => "ToolInvalid",
             Self::TemplateNotAllowed => "TemplateNotAllowed",
+            Self::ArgumentsTooLarge => "ArgumentsTooLarge",
+            Self::JobConflict => "JobConflict",
         }
     }
 
@@ -69,6 +76,12 @@ impl FailureReason {
             Self::ToolInvalid => "The task's tool is invalid and cannot run",
             Self::TemplateNotAllowed => {
                 "The task's tool asks for what the operator's tool policy does not allow"
+            }
+            Self::ArgumentsTooLarge => {
+                "The call's arguments are too large to give to the tool container"
+            }
+            Self::JobConflict => {
+                "A Job of the task's name exists that this task does not own; it was left alone"
             }
         }
     }
@@ -143,6 +156,36 @@ pub fn select_pod(pods: &[Pod]) -> Option<&Pod> {
         let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
         created(a).cmp(&created(b))
     })
+}
+
+/// Whether `owner_uid` is the controller (in `ownerReferences`) of the object with `meta`.
+/// Labels and names prove nothing: anyone who may create pods or Jobs in the namespace can
+/// copy them, so only a controller reference ties a Job to its task and a pod to its Job.
+pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == owner_uid)
+}
+
+/// What is wrong with `job` if the task with `task_uid` does not control it: `None` for the
+/// task's own Job, else a detail naming its controller, for the task's failure.
+pub fn foreign_job(job: &Job, task_uid: &str) -> Option<String> {
+    if controlled_by(&job.metadata, task_uid) {
+        return None;
+    }
+    let owner = job
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map_or_else(
+            || "nothing".to_owned(),
+            |r| format!("{} {}", r.kind, r.name),
+        );
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    Some(format!("Job {name} exists, controlled by {owner}"))
 }
 
 /// Name of the tool container in a pod: the only container, or the one named `tool`.

@@ -15,11 +15,12 @@ use rand::Rng;
 use tracing::instrument;
 
 use super::apply;
-use super::build::build_job;
-use super::follow::{FollowState, lock};
+use super::build::{BuildError, build_job};
+use super::follow::{FollowState, LogSource, lock};
+use super::nonce;
 use super::notify::notifier;
 use super::observe::{
-    FailureReason, Workload, observe_workload, select_pod, tool_container_finished,
+    FailureReason, Workload, foreign_job, observe_workload, select_pod, tool_container_finished,
     tool_container_name, tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
@@ -107,7 +108,13 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 Some(task.spec.tool.clone()),
             )),
             Some(tool) => build_job(task, tool, &ctx.config)
-                .map_err(|e| Outcome::failure(FailureReason::ToolInvalid, Some(e.to_string())))
+                .map_err(|e| {
+                    let reason = match &e {
+                        BuildError::EnvTooLarge(_) => FailureReason::ArgumentsTooLarge,
+                        _ => FailureReason::ToolInvalid,
+                    };
+                    Outcome::failure(reason, Some(e.to_string()))
+                })
                 // Again here: the tool may not be Ready, or the policy tightened since.
                 .and_then(|job| match check_job(&job, &ctx.config.tool_policy) {
                     Ok(()) => Ok(job),
@@ -118,7 +125,10 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 }),
         };
         match built {
-            Ok(desired) => {
+            Ok(mut desired) => {
+                if tool.as_ref().is_some_and(|t| t.spec.message_nonce) {
+                    nonce::add_to_job(&mut desired, &nonce::generate());
+                }
                 job = Some(apply::create_job(client, &namespace, &desired).await?);
                 ctx.publish(task, "JobCreated", format!("Created Job {name}"), false)
                     .await;
@@ -135,10 +145,21 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
         }
     }
 
+    // Only a Job this task controls is its own; a foreign one is never used, nor deleted.
+    if let Some(detail) = job.as_ref().and_then(|j| foreign_job(j, &uid)) {
+        let decision = Decision {
+            outcome: Outcome::failure(FailureReason::JobConflict, Some(detail)),
+            action: None,
+            recheck_after: None,
+        };
+        let waits = until_expiry.into_iter().collect();
+        return finish(task, ctx, &uid, &decision, None, waits).await;
+    }
     let pods = match &job {
-        Some(_) => apply::list_pods(client, &namespace, &name).await?,
+        Some(job) => apply::list_pods(client, &namespace, job).await?,
         None => Vec::new(),
     };
+    let message_nonce = job.as_ref().and_then(nonce::of_job);
     let pod = select_pod(&pods);
     let workload = observe_workload(job.as_ref(), pod);
     if let Some(pod) = pod {
@@ -174,16 +195,17 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 waits.push(STREAM_SETTLE - d);
             }
             let pods_api = kube::Api::namespaced(client.clone(), &namespace);
-            let container = tool_container_name(pod).to_owned();
+            let source = LogSource {
+                pod_name: &pod.name_any(),
+                pod_uid: &pod_uid,
+                container: tool_container_name(pod),
+                nonce: message_nonce,
+            };
             let notify = notifier(ctx, task);
-            Some(ctx.followers.ensure(
-                &uid,
-                pods_api,
-                (&pod.name_any(), &pod_uid),
-                &container,
-                dropped,
-                notify,
-            ))
+            Some(
+                ctx.followers
+                    .ensure(&uid, pods_api, source, dropped, notify),
+            )
         }
         None => ctx.followers.state(&uid),
     };

@@ -286,6 +286,35 @@ fn task_without_arguments_gets_an_empty_object() {
 }
 
 #[test]
+fn caller_data_in_env_is_escaped_so_the_kubelet_expands_nothing() {
+    let mut task = task();
+    task.spec.arguments = Some(serde_json::from_value(json!({"name": "$(SECRET) a$$b"})).unwrap());
+    task.spec.start_input_responses = Some(BTreeMap::from([("k".into(), json!("$(HOME)"))]));
+    let job = build_job(&task, &tool(), &config()).unwrap();
+    let env = env_of(&pod_spec(&job).containers[0]);
+    // The kubelet turns "$$" back into "$": the container sees the JSON as sent.
+    assert_eq!(env[ENV_TOOL_ARGUMENTS], r#"{"name":"$$(SECRET) a$$$$b"}"#);
+    assert_eq!(env[ENV_START_INPUTS], r#"{"k":"$$(HOME)"}"#);
+}
+
+#[test]
+fn arguments_over_what_a_container_can_receive_are_refused() {
+    let mut task = task();
+    let at_limit = |extra: usize| {
+        // {"a":"…"} plus "MCP_TOOL_ARGUMENTS=" and the NUL.
+        let len = crate::contract::MAX_ENV_VAR_BYTES - ENV_TOOL_ARGUMENTS.len() - 2 - 8 + extra;
+        Some(serde_json::from_value(json!({"a": "$".repeat(len)})).unwrap())
+    };
+    // Only the unescaped size counts: '$' doubles in the Job, not in the container.
+    task.spec.arguments = at_limit(0);
+    build_job(&task, &tool(), &config()).unwrap();
+    task.spec.arguments = at_limit(1);
+    let err = build_job(&task, &tool(), &config()).unwrap_err();
+    assert!(matches!(err, BuildError::EnvTooLarge(_)), "{err}");
+    assert!(err.to_string().contains("MCP_TOOL_ARGUMENTS"), "{err}");
+}
+
+#[test]
 fn template_without_a_tool_container_is_an_error() {
     let mut tool = tool_from(SIDECAR_TOOL);
     let spec = tool.spec.template.spec.as_mut().unwrap();

@@ -252,3 +252,29 @@ fn select_pod_prefers_the_newest() {
     );
     assert!(select_pod(&[]).is_none());
 }
+
+#[test]
+fn only_a_controller_reference_with_the_owners_uid_counts() {
+    let meta = |refs: &str| -> ObjectMeta {
+        serde_yaml::from_str(&format!("{{name: t, ownerReferences: {refs}}}")).unwrap()
+    };
+    let reference = |uid: &str, controller: bool| {
+        format!(
+            "{{apiVersion: batch/v1, kind: Job, name: t, uid: {uid}, controller: {controller}}}"
+        )
+    };
+    assert!(controlled_by(
+        &meta(&format!("[{}]", reference("job-uid", true))),
+        "job-uid"
+    ));
+    assert!(!controlled_by(
+        &meta(&format!("[{}]", reference("other", true))),
+        "job-uid"
+    ));
+    assert!(!controlled_by(
+        &meta(&format!("[{}]", reference("job-uid", false))),
+        "job-uid"
+    ));
+    assert!(!controlled_by(&meta("[]"), "job-uid"));
+    assert!(!controlled_by(&ObjectMeta::default(), "job-uid"));
+}

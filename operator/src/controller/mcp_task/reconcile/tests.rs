@@ -239,15 +239,23 @@ async fn unparsable_task_gets_a_warning_and_waits_for_a_change() {
 fn job_json() -> Value {
     let config = crate::config::Config::from_lookup(|_| None).unwrap();
     let mut job = serde_json::to_value(build_job(&live_task(), &tool(), &config).unwrap()).unwrap();
+    job["metadata"]["uid"] = json!("job-uid");
     job["status"] = json!({"active": 1});
     job
+}
+
+/// A reference to the task's Job as its pods' controller.
+fn controlled_by_job() -> Value {
+    json!([{"apiVersion": "batch/v1", "kind": "Job", "name": ID, "uid": "job-uid",
+            "controller": true}])
 }
 
 fn pod_list(phase: &str, state: Value, annotations: Value) -> Value {
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "job-pod", "namespace": "tools", "uid": "pod-uid",
-                     "labels": {"batch.kubernetes.io/job-name": ID}, "annotations": annotations},
+                     "labels": {"batch.kubernetes.io/job-name": ID}, "annotations": annotations,
+                     "ownerReferences": controlled_by_job()},
         "spec": {"containers": [{"name": "main", "image": "example.com/report:1"}]},
         "status": {"phase": phase, "containerStatuses": [{"name": "main", "image": "i",
                    "imageID": "", "ready": true, "restartCount": 0, "state": state}]},
@@ -398,4 +406,55 @@ async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
         shown.contains("requeue_after: Some(") && shown.contains("ms)"),
         "{shown}"
     );
+}
+
+#[tokio::test]
+async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() {
+    let mut task = live_task();
+    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
+    let mut pods = pod_list("Running", json!({"running": {}}), json!({}));
+    pods["items"][0]["metadata"]["ownerReferences"] = json!([]);
+    // No PATCH of the pod and no log read: the task waits for its own Job's pod.
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, job_json()),
+        Call::ok(Method::GET, PODS, pods),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    assert_eq!(bodies[3]["status"]["status"], "working");
+    assert_eq!(
+        bodies[3]["status"]["statusMessage"],
+        "Waiting for the Job to create a pod"
+    );
+}
+
+#[tokio::test]
+async fn a_job_of_the_tasks_name_it_does_not_control_fails_the_task_and_is_left_alone() {
+    let task = live_task();
+    let mut foreign = job_json();
+    foreign["metadata"]["ownerReferences"] = json!([]);
+    // No DELETE of the Job, no pod list: only the failure is written.
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, foreign),
+        fresh_read(&task),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    let status = &bodies[3]["status"];
+    assert_eq!(status["status"], "failed");
+    assert_eq!(status["error"]["data"]["reason"], "JobConflict");
+    assert!(status.get("jobName").is_none(), "{status}");
+    assert!(
+        status["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("controlled by nothing"),
+        "{status}"
+    );
+    assert_eq!(bodies[4]["reason"], "Failed");
+    assert_eq!(bodies[4]["type"], "Warning");
 }
