@@ -29,6 +29,7 @@
 pub mod apihealth;
 pub mod auth;
 pub mod body;
+pub mod bounds;
 pub mod call;
 pub mod config;
 pub mod error;
@@ -36,6 +37,7 @@ pub mod handler;
 pub mod listen;
 pub mod metrics;
 pub mod origin;
+pub mod quota;
 pub mod ratelimit;
 pub mod routes;
 pub mod state;

@@ -3,6 +3,7 @@
 mod apihealth;
 mod auth;
 mod calls;
+mod limits;
 mod listen;
 mod protocol;
 mod task_methods;
