@@ -9,6 +9,9 @@
 //! never followed by a task of that ID on another replica (whose create the watch has not
 //! shown yet) except by a 2^-160 chance. The store also re-checks its cache after recording a
 //! miss, which closes the window between the read and the record.
+//!
+//! A mutex-guarded map rather than `moka`: one map with a TTL and a cap is a few dozen lines,
+//! while moka brings a concurrent cache with its own eviction machinery and dependencies.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
