@@ -18,10 +18,12 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Caller;
+use crate::bounds;
 use crate::error::{Error, Result};
 use crate::handler::{caller, declares_tasks, identity};
+use crate::quota::Reservation;
 use crate::state::{AppState, server_info_meta};
-use crate::tasks::check_input_response;
+use crate::tasks::{check_input_response, retry_after_ms};
 use crate::tools::{CatalogSnapshot, ToolEntry};
 use crate::wire;
 
@@ -29,25 +31,42 @@ use crate::wire;
 /// layer cuts it off.
 const SYNC_MARGIN: Duration = Duration::from_secs(2);
 
-/// Serves one `tools/call`.
+/// Serves one `tools/call`. The cheap refusals come first: the caller's rate, then whether RBAC
+/// lets the caller call the tool (a refusal reads as an unknown tool), then the checks of
+/// [`check_call_within`], then its active-task quota; nothing is stored unless all pass.
 pub async fn call_tool(
     state: &AppState,
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse> {
+    let caller = caller(context)?;
+    if let Some(limiter) = &state.call_limiter
+        && let Err(wait) = limiter.check(caller.as_str(), std::time::Instant::now())
+    {
+        return Err(Error::RateLimited {
+            method: "tools/call",
+            per_second: limiter.rate(),
+            retry_after_ms: retry_after_ms(wait),
+        });
+    }
     let tools = state.tools.snapshot();
     crate::authz::authorize_call(state, &*identity(context)?, &tools, &request.name).await?;
+    let limits = &state.config.limits;
     let CheckedCall {
         entry,
         as_task,
         arguments,
-    } = check_call(
+    } = check_call_within(
         &tools,
         &request.name,
         request.arguments,
         declares_tasks(context),
+        limits.max_argument_bytes,
     )?;
-    let caller = caller(context)?;
+    let reservation = match &state.quota {
+        Some(quota) => Some(quota.reserve(state.tasks.as_ref(), caller.as_str())?),
+        None => None,
+    };
     let start_input_responses = match start_inputs(&entry, request.input_responses, context)? {
         StartInputs::NotNeeded => None,
         StartInputs::Ask(result) => return Ok(CallToolResponse::InputRequired(result)),
@@ -57,12 +76,24 @@ pub async fn call_tool(
                 ContentBlock::text(text),
             ])));
         }
-        StartInputs::Answered(answers) => Some(answers),
+        StartInputs::Answered(answers) => {
+            // The tool container receives them in one environment variable.
+            let bytes = bounds::env_value_bytes(&answers);
+            if bytes > limits.max_start_input_bytes {
+                return Err(Error::TooLarge {
+                    what: "inputResponses",
+                    bytes,
+                    limit: limits.max_start_input_bytes,
+                });
+            }
+            Some(answers)
+        }
     };
+    // Only what deciding on input requests reads is kept (a few dozen bytes at most).
     let capabilities = context
         .client_capabilities()
         .and_then(|c| serde_json::to_value(c).ok())
-        .and_then(|v| v.as_object().cloned());
+        .and_then(|v| v.as_object().map(bounds::stored_capabilities));
     let task = build_task(
         &entry,
         &caller,
@@ -74,11 +105,13 @@ pub async fn call_tool(
         // The API server has stored the object when create returns, so a tasks/get on any
         // replica finds it: the durability rule for CreateTaskResult.
         let stored = state.tasks.create(task).await?;
+        // The store counts the task from here on.
+        drop(reservation);
         let mut result = wire::create_task_result(&stored)?;
         result.meta = Some(server_info_meta());
         return Ok(CallToolResponse::Task(result));
     }
-    let mut response = run_synchronously(state, &entry, task, context).await?;
+    let mut response = run_synchronously(state, &entry, task, reservation, context).await?;
     if let CallToolResponse::Complete(result) = &mut response {
         result.meta.get_or_insert_with(server_info_meta);
     }
@@ -96,15 +129,34 @@ pub struct CheckedCall {
     pub arguments: JsonObject,
 }
 
-/// The checks of a `tools/call` that need no API server, in the handler's order: the tool is
-/// served (else -32602 "Unknown tool"), the request may call it (a task-only tool needs a
-/// request declaring the tasks extension: -32021), and the arguments fit its `inputSchema`
-/// (else -32602 naming every wrong argument). Pure, so `fuzz/` drives it directly.
+/// [`check_call_within`] with the highest argument limit there is,
+/// [`bounds::ENV_VALUE_CEILING`]. Pure, so `fuzz/` drives it directly.
 pub fn check_call(
     tools: &CatalogSnapshot,
     name: &str,
     arguments: Option<JsonObject>,
     declares_tasks: bool,
+) -> Result<CheckedCall> {
+    check_call_within(
+        tools,
+        name,
+        arguments,
+        declares_tasks,
+        bounds::ENV_VALUE_CEILING,
+    )
+}
+
+/// The checks of a `tools/call` that need no API server, in the handler's order: the tool is
+/// served (else -32602 "Unknown tool"), the request may call it (a task-only tool needs a
+/// request declaring the tasks extension: -32021), the arguments fit in `max_argument_bytes`
+/// as the tool container receives them (else -32602 "arguments of N bytes exceed the L-byte
+/// limit"), and they fit its `inputSchema` (else -32602 naming every wrong argument).
+pub fn check_call_within(
+    tools: &CatalogSnapshot,
+    name: &str,
+    arguments: Option<JsonObject>,
+    declares_tasks: bool,
+    max_argument_bytes: usize,
 ) -> Result<CheckedCall> {
     let entry = tools.get(name).ok_or_else(|| Error::UnknownTool {
         name: name.to_owned(),
@@ -121,6 +173,16 @@ pub fn check_call(
         (TaskSupport::Required | TaskSupport::Optional, true) => true,
     };
     let arguments = arguments.unwrap_or_default();
+    // Before the schema: validating a large document costs more than measuring it.
+    let bytes = bounds::env_value_bytes(&arguments);
+    if bytes > max_argument_bytes {
+        return Err(Error::InvalidArguments {
+            tool: entry.name().to_owned(),
+            reason: format!(
+                "arguments of {bytes} bytes exceed the {max_argument_bytes}-byte limit"
+            ),
+        });
+    }
     entry
         .validate_arguments(&arguments)
         .map_err(|reason| Error::InvalidArguments {
@@ -245,12 +307,14 @@ async fn run_synchronously(
     state: &AppState,
     entry: &ToolEntry,
     task: McpTask,
+    reservation: Option<Reservation>,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse> {
     let id = task.task_id().to_owned();
     // Subscribe before creating, so no change between the two is missed.
     let mut changes = state.tasks.subscribe();
     let mut current = state.tasks.create(task).await?;
+    drop(reservation);
     let limit = entry
         .sync_timeout
         .min(state.config.request_timeout.saturating_sub(SYNC_MARGIN));

@@ -6,6 +6,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::bounds::{ANNOTATION_VALUE_CEILING, ENV_VALUE_CEILING, LISTEN_TASK_IDS_CEILING};
+
 /// Prefix of every environment variable the front end reads.
 pub const ENV_PREFIX: &str = "MCP_FRONTEND_";
 
@@ -61,7 +63,7 @@ pub struct Config {
     /// with -32603 "Subscription limit reached". Default 1000.
     pub max_subscriptions: usize,
     /// `POLL_RATE_PER_SECOND`: `tasks/get` calls allowed per caller and second, with bursts of
-    /// twice that; faster polls get -32000 with `data.retryAfterMs`. Default 0: no limit.
+    /// twice that; faster polls get -31001 with `data.retryAfterMs`. Default 0: no limit.
     pub poll_rate_per_second: f64,
     /// `AUTH_MODE`: `none`, `static` or `tokenreview`. Default `tokenreview`.
     pub auth_mode: AuthMode,
@@ -90,6 +92,68 @@ pub struct Config {
     pub discover_ttl_ms: u64,
     /// `TOOLS_LIST_TTL_MS`: cache lifetime clients may give `tools/list`. Default 5000.
     pub tools_list_ttl_ms: u64,
+    /// Per-caller quotas and input bounds (see [`Limits`]).
+    pub limits: Limits,
+}
+
+/// Per-caller quotas and bounds on what one request may make the cluster store. Each refusal
+/// names its limit; see the error codes in [`crate::error`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// `CALL_RATE_PER_SECOND`: `tools/call` requests per caller and second, refilling a bucket
+    /// of `CALL_BURST`; faster calls get -31001 with `data.retryAfterMs`. Default 10; 0: no
+    /// limit.
+    pub call_rate_per_second: f64,
+    /// `CALL_BURST`: `tools/call` requests a caller may make at once. Default 50.
+    pub call_burst: f64,
+    /// `MAX_ACTIVE_TASKS_PER_CALLER`: tasks (`spec.owner`) not yet completed, failed or
+    /// cancelled; a `tools/call` beyond it gets -31002 and creates nothing. Default 100; 0: no
+    /// limit.
+    pub max_active_tasks_per_caller: usize,
+    /// `MAX_ARGUMENT_BYTES`: serialized `tools/call` arguments, each `$` counted twice (as the
+    /// tool container receives them, in one environment variable). Default 65536, at most
+    /// [`ENV_VALUE_CEILING`].
+    pub max_argument_bytes: usize,
+    /// `MAX_START_INPUT_BYTES`: serialized `inputResponses` of a `tools/call` (answers to a
+    /// tool's `startInputs`, also one environment variable), counted likewise. Default 65536,
+    /// at most [`ENV_VALUE_CEILING`].
+    pub max_start_input_bytes: usize,
+    /// `MAX_INPUT_RESPONSES_BYTES`: serialized `inputResponses` a task holds after a
+    /// `tasks/update` (they travel in one pod annotation). Default 65536, at most
+    /// [`ANNOTATION_VALUE_CEILING`].
+    pub max_input_responses_bytes: usize,
+    /// `MAX_LISTEN_TASK_IDS`: task IDs one `subscriptions/listen` may name, checked before any
+    /// lookup. Default 100, at most [`LISTEN_TASK_IDS_CEILING`].
+    pub max_listen_task_ids: usize,
+}
+
+impl Limits {
+    fn from_get(get: &impl Fn(&'static str) -> Option<String>) -> Result<Self, ConfigError> {
+        let at_most = |name: &'static str, default: usize, ceiling: usize| {
+            let value: usize = parse(get, name, Some(default))?;
+            if value > ceiling {
+                return Err(ConfigError::Invalid {
+                    name,
+                    value: value.to_string(),
+                    reason: format!("at most {ceiling}"),
+                });
+            }
+            Ok(value)
+        };
+        Ok(Self {
+            call_rate_per_second: parse(get, "CALL_RATE_PER_SECOND", Some(10.0))?,
+            call_burst: parse(get, "CALL_BURST", Some(50.0))?,
+            max_active_tasks_per_caller: parse(get, "MAX_ACTIVE_TASKS_PER_CALLER", Some(100))?,
+            max_argument_bytes: at_most("MAX_ARGUMENT_BYTES", 64 * 1024, ENV_VALUE_CEILING)?,
+            max_start_input_bytes: at_most("MAX_START_INPUT_BYTES", 64 * 1024, ENV_VALUE_CEILING)?,
+            max_input_responses_bytes: at_most(
+                "MAX_INPUT_RESPONSES_BYTES",
+                64 * 1024,
+                ANNOTATION_VALUE_CEILING,
+            )?,
+            max_listen_task_ids: at_most("MAX_LISTEN_TASK_IDS", 100, LISTEN_TASK_IDS_CEILING)?,
+        })
+    }
 }
 
 /// A configuration value that could not be used.
@@ -151,6 +215,7 @@ impl Config {
                 .unwrap_or_default(),
             discover_ttl_ms: parse(&get, "DISCOVER_TTL_MS", Some(60_000))?,
             tools_list_ttl_ms: parse(&get, "TOOLS_LIST_TTL_MS", Some(5_000))?,
+            limits: Limits::from_get(&get)?,
         };
         if config.auth_mode == AuthMode::None && !config.allow_unauthenticated {
             return Err(ConfigError::UnauthenticatedNotAllowed);
@@ -309,6 +374,26 @@ mod tests {
             err.to_string().contains("MCP_FRONTEND_MAX_BODY_BYTES"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn limits_default_and_refuse_values_past_their_ceiling() {
+        let config = |vars: &[(&str, &str)]| {
+            let mut vars = vars.to_vec();
+            vars.push(("TOKEN_AUDIENCES", "mcp-task-operator"));
+            config(&vars)
+        };
+        let limits = config(&[]).unwrap().limits;
+        assert_eq!(limits.max_argument_bytes, 65_536);
+        assert_eq!(limits.max_active_tasks_per_caller, 100);
+        assert_eq!(limits.max_listen_task_ids, 100);
+        assert!((limits.call_rate_per_second - 10.0).abs() < f64::EPSILON);
+        let ok = config(&[("MAX_ARGUMENT_BYTES", "131052")]).unwrap();
+        assert_eq!(ok.limits.max_argument_bytes, ENV_VALUE_CEILING);
+        let err = config(&[("MAX_ARGUMENT_BYTES", "131053")]).unwrap_err();
+        assert!(err.to_string().contains("at most 131052"), "{err}");
+        assert!(config(&[("MAX_INPUT_RESPONSES_BYTES", "262144")]).is_err());
+        assert!(config(&[("MAX_LISTEN_TASK_IDS", "1001")]).is_err());
     }
 
     #[test]

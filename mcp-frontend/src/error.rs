@@ -43,6 +43,14 @@ pub const AUTHENTICATION_UNAVAILABLE: &str =
 /// `data.retryAfterMs` of [`API_SERVER_UNREACHABLE`] and [`TASK_CACHE_SYNCING`] answers.
 pub const UNREACHABLE_RETRY_AFTER_MS: u64 = 1000;
 
+/// JSON-RPC code of a per-caller rate limit (`tools/call`, `tasks/get` polls): the caller may
+/// retry after `data.retryAfterMs`. Application codes lie outside -32768..=-32000, which
+/// JSON-RPC reserves for itself.
+pub const RATE_LIMITED: ErrorCode = ErrorCode(-31001);
+/// JSON-RPC code of a per-caller quota (active tasks): `data.limit` is the quota and
+/// `data.active` what the caller holds; retrying helps only once one of its tasks ends.
+pub const QUOTA_EXCEEDED: ErrorCode = ErrorCode(-31002);
+
 /// The JSON-RPC error object of [`API_SERVER_UNREACHABLE`].
 pub fn api_server_unreachable() -> ErrorData {
     unavailable(API_SERVER_UNREACHABLE)
@@ -119,11 +127,45 @@ pub enum Error {
     /// The client went away while a synchronous call waited.
     #[error("the client abandoned the call")]
     CallAbandoned,
-    /// The caller polls `tasks/get` faster than the configured limit.
-    #[error("Too many requests: poll tasks/get less often")]
-    PollRateExceeded {
-        /// When the caller may poll again, in milliseconds.
+    /// The caller sends `method` faster than its configured per-caller rate.
+    #[error(
+        "rate limited: {method} is limited to {per_second} per second per caller; retry in {retry_after_ms} ms"
+    )]
+    RateLimited {
+        /// The JSON-RPC method limited (`tools/call`, `tasks/get`).
+        method: &'static str,
+        /// The configured rate.
+        per_second: f64,
+        /// When the caller may try again, in milliseconds.
         retry_after_ms: u64,
+    },
+    /// The caller already holds as many active tasks as it may.
+    #[error(
+        "quota exceeded: this caller has {active} active tasks and the limit is {limit}; wait for one to finish or cancel one"
+    )]
+    ActiveTaskQuota {
+        /// The caller's tasks not yet completed, failed or cancelled (this replica's view).
+        active: usize,
+        /// `MAX_ACTIVE_TASKS_PER_CALLER`.
+        limit: usize,
+    },
+    /// A value the request would have stored is larger than its limit.
+    #[error("{what}: {bytes} bytes exceed the {limit}-byte limit")]
+    TooLarge {
+        /// What was too large (`inputResponses`, ...).
+        what: &'static str,
+        /// Its size as it would be stored.
+        bytes: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// A `subscriptions/listen` names more task IDs than one listen may.
+    #[error("notifications.taskIds names {count} tasks; at most {limit} per listen")]
+    TooManyListenTasks {
+        /// IDs named.
+        count: usize,
+        /// `MAX_LISTEN_TASK_IDS`.
+        limit: usize,
     },
     /// `tools/list` received a cursor this server never issued.
     #[error("Invalid cursor")]
@@ -162,7 +204,10 @@ impl Error {
             Self::ElicitationRequired { .. } => "elicitation_required",
             Self::InvalidInputResponse { .. } => "invalid_input_response",
             Self::InvalidCursor => "invalid_cursor",
-            Self::PollRateExceeded { .. } => "poll_rate_exceeded",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::ActiveTaskQuota { .. } => "active_task_quota",
+            Self::TooLarge { .. } => "too_large",
+            Self::TooManyListenTasks { .. } => "too_many_listen_tasks",
             Self::InvalidStartInput { .. } => "invalid_start_input",
             Self::ToolFailed(_) => "tool_failed",
             Self::CallAbandoned => "call_abandoned",
@@ -183,6 +228,8 @@ impl Error {
             | Self::TaskNotFound
             | Self::TaskExpired
             | Self::InvalidInputResponse { .. }
+            | Self::TooLarge { .. }
+            | Self::TooManyListenTasks { .. }
             | Self::InvalidCursor => ErrorData::invalid_params(self.to_string(), None),
             Self::TasksCapabilityRequired { .. } => {
                 let mut error = ErrorData::missing_required_client_capability(
@@ -197,11 +244,19 @@ impl Error {
                 self.to_string(),
                 Some(json!({ "requiredCapabilities": { "elicitation": { *mode: {} } } })),
             ),
-            // DESIGN decision 2 chose -32000 (implementation-defined) for this.
-            Self::PollRateExceeded { retry_after_ms } => ErrorData::new(
-                ErrorCode(-32000),
+            Self::RateLimited {
+                per_second,
+                retry_after_ms,
+                ..
+            } => ErrorData::new(
+                RATE_LIMITED,
                 self.to_string(),
-                Some(json!({ "retryAfterMs": retry_after_ms })),
+                Some(json!({ "retryAfterMs": retry_after_ms, "limitPerSecond": per_second })),
+            ),
+            Self::ActiveTaskQuota { active, limit } => ErrorData::new(
+                QUOTA_EXCEEDED,
+                self.to_string(),
+                Some(json!({ "limit": limit, "active": active })),
             ),
             Self::ToolFailed(Some(error)) => ErrorData::new(
                 ErrorCode(i32::try_from(error.code).unwrap_or(-32603)),
@@ -336,6 +391,20 @@ mod tests {
             value["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
             json!({})
         );
+    }
+
+    #[test]
+    fn application_limits_use_codes_outside_the_reserved_range() {
+        for code in [RATE_LIMITED, QUOTA_EXCEEDED] {
+            assert!(!(-32768..=-32000).contains(&code.0), "{code:?}");
+        }
+        let data = Error::ActiveTaskQuota {
+            active: 3,
+            limit: 3,
+        }
+        .to_error_data();
+        assert_eq!(data.code, QUOTA_EXCEEDED);
+        assert_eq!(data.data, Some(json!({ "limit": 3, "active": 3 })));
     }
 
     #[test]

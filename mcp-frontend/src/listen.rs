@@ -50,10 +50,11 @@ pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Respons
         )
             .into_response();
     }
-    let listen = match request::validate(&parts, &body) {
-        Ok(listen) => listen,
-        Err(error) => return error.into_response(),
-    };
+    let listen =
+        match request::validate_within(&parts, &body, state.config.limits.max_listen_task_ids) {
+            Ok(listen) => listen,
+            Err(error) => return error.into_response(),
+        };
     let Some(caller) = Caller::from_parts(&parts).cloned() else {
         let error = ErrorData::internal_error("Internal error", None);
         return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();

@@ -12,7 +12,8 @@ use crate::auth::Auth;
 use crate::authz::Authz;
 use crate::config::{AuthMode, AuthorizationMode, Config};
 use crate::metrics::Metrics;
-use crate::ratelimit::PollLimiter;
+use crate::quota::ActiveTaskQuota;
+use crate::ratelimit::RateLimiter;
 use crate::store::TaskStore;
 use crate::tools::ToolCatalog;
 
@@ -38,7 +39,11 @@ pub struct AppState {
     /// Permits for open `subscriptions/listen` streams.
     pub subscriptions: Arc<Semaphore>,
     /// The `tasks/get` rate limit, when configured.
-    pub poll_limiter: Option<Arc<PollLimiter>>,
+    pub poll_limiter: Option<Arc<RateLimiter>>,
+    /// The `tools/call` rate limit, unless turned off.
+    pub call_limiter: Option<Arc<RateLimiter>>,
+    /// The active-task quota per caller, unless turned off.
+    pub quota: Option<Arc<ActiveTaskQuota>>,
     /// Whether the Kubernetes API server is reachable (always, unless a probe says otherwise).
     pub api_health: Arc<ApiHealth>,
 }
@@ -48,6 +53,8 @@ impl AppState {
     pub fn new(config: Config, tasks: Arc<dyn TaskStore>, tools: Arc<dyn ToolCatalog>) -> Self {
         let mut registry = Registry::default();
         let metrics = Metrics::register(&mut registry);
+        tasks.lookups().register(&mut registry);
+        let limits = &config.limits;
         // A token mode without an authenticator (see `with_auth`) refuses every request.
         let auth = match config.auth_mode {
             AuthMode::None => Auth::None,
@@ -64,8 +71,16 @@ impl AppState {
             subscriptions: Arc::new(Semaphore::new(config.max_subscriptions)),
             poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
                 let rate = config.poll_rate_per_second;
-                Arc::new(PollLimiter::new(rate, rate * 2.0))
+                Arc::new(RateLimiter::new(rate, rate * 2.0))
             }),
+            call_limiter: (limits.call_rate_per_second > 0.0).then(|| {
+                Arc::new(RateLimiter::new(
+                    limits.call_rate_per_second,
+                    limits.call_burst,
+                ))
+            }),
+            quota: (limits.max_active_tasks_per_caller > 0)
+                .then(|| Arc::new(ActiveTaskQuota::new(limits.max_active_tasks_per_caller))),
             config: Arc::new(config),
             tasks,
             tools,

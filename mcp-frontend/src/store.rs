@@ -9,6 +9,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::McpTask;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -16,6 +20,41 @@ pub mod kube;
 pub mod kube_tools;
 #[cfg(test)]
 pub mod memory;
+pub mod negative;
+
+/// Where a [`TaskStore::get`] found its answer.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LookupLabels {
+    /// `cache` (the watch cache or this replica's own writes), `negative_cache` (an ID read
+    /// as missing a moment ago) or `api` (a read from the API server).
+    pub source: &'static str,
+}
+
+/// Task lookups by where they were answered: `mcp_frontend_task_lookups_total{source}`. The
+/// `api` count is the number of API server reads requests caused.
+#[derive(Clone, Debug, Default)]
+pub struct TaskLookups(Family<LookupLabels, Counter>);
+
+impl TaskLookups {
+    /// Counts one lookup answered from `source`.
+    pub fn record(&self, source: &'static str) {
+        self.0.get_or_create(&LookupLabels { source }).inc();
+    }
+
+    /// Lookups answered from `source` so far.
+    pub fn count(&self, source: &'static str) -> u64 {
+        self.0.get_or_create(&LookupLabels { source }).get()
+    }
+
+    /// Registers the counter under the `mcp_frontend` prefix.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.sub_registry_with_prefix("mcp_frontend").register(
+            "task_lookups",
+            "Task lookups by tasks/get, tasks/update, tasks/cancel and listen, by where they were answered",
+            self.0.clone(),
+        );
+    }
+}
 
 /// Why the task store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +98,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// its name succeeds on every replica (the MCP durability rule for `CreateTaskResult`).
     fn create(&self, task: McpTask) -> BoxFuture<'_, Result<Arc<McpTask>, StoreError>>;
 
-    /// The task named `id`, from the watch cache, or read directly on a cache miss.
+    /// The task named `id`, from the watch cache, or read directly on a cache miss unless the
+    /// same ID was read as missing a moment ago ([`negative`]).
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>>;
 
     /// Merges `responses` into `spec.inputResponses` (the caller has filtered them to
@@ -83,4 +123,11 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Whether the watch cache has completed its initial list.
     fn is_synced(&self) -> bool;
+
+    /// Tasks of `owner` not yet terminal, from the watch cache and this replica's own writes
+    /// (a task this replica created counts as soon as its create returned).
+    fn active_tasks(&self, owner: &str) -> usize;
+
+    /// Where lookups were answered, for `/metrics`.
+    fn lookups(&self) -> &TaskLookups;
 }

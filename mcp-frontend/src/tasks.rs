@@ -12,6 +12,7 @@ use rmcp::model::{GetTaskResult, InputResponses};
 use serde_json::Value;
 
 use crate::auth::Caller;
+use crate::bounds;
 use crate::error::{Error, Result};
 use crate::state::{AppState, server_info_meta};
 use crate::wire;
@@ -38,8 +39,11 @@ pub async fn get_task(state: &AppState, caller: &Caller, id: &str) -> Result<Get
     if let Some(limiter) = &state.poll_limiter
         && let Err(wait) = limiter.check(caller.as_str(), std::time::Instant::now())
     {
-        let retry_after_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-        return Err(Error::PollRateExceeded { retry_after_ms });
+        return Err(Error::RateLimited {
+            method: "tasks/get",
+            per_second: limiter.rate(),
+            retry_after_ms: retry_after_ms(wait),
+        });
     }
     let task = find_task(state, caller, id).await?;
     let mut result = GetTaskResult::new(wire::detailed_task(&task)?);
@@ -66,6 +70,19 @@ pub async fn update_task(
         accepted.insert(key, response);
     }
     if !accepted.is_empty() {
+        // All answers travel in one pod annotation: bound what the task would hold after the
+        // merge, before anything is written.
+        let mut merged = task.spec.input_responses.clone().unwrap_or_default();
+        merged.extend(accepted.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let bytes = bounds::annotation_value_bytes(&merged);
+        let limit = state.config.limits.max_input_responses_bytes;
+        if bytes > limit {
+            return Err(Error::TooLarge {
+                what: "the task's inputResponses with these answers",
+                bytes,
+                limit,
+            });
+        }
         state.tasks.merge_input_responses(id, accepted).await?;
     }
     Ok(())
@@ -101,4 +118,9 @@ pub fn check_input_response(key: &str, request: &Value, response: &Value) -> Res
         }
     }
     Ok(())
+}
+
+/// A rate limiter's wait as `data.retryAfterMs`: whole milliseconds, at least 1.
+pub fn retry_after_ms(wait: std::time::Duration) -> u64 {
+    u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1)
 }

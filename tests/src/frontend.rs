@@ -11,6 +11,16 @@ use tokio::process::{Child, Command};
 
 use crate::mcp_client::{WAIT, http_client};
 
+/// Settings for a front end driven hard by one caller (benchmarks): no authentication, and
+/// neither the per-caller `tools/call` rate nor the active-task quota, which a single
+/// identity sending calls back to back would reach.
+pub const UNLIMITED: &[(&str, &str)] = &[
+    ("AUTH_MODE", "none"),
+    ("ALLOW_UNAUTHENTICATED", "true"),
+    ("CALL_RATE_PER_SECOND", "0"),
+    ("MAX_ACTIVE_TASKS_PER_CALLER", "0"),
+];
+
 /// A running front end process; killed (SIGKILL) when dropped.
 pub struct Frontend {
     /// `http://127.0.0.1:<port>/mcp`.

@@ -20,7 +20,7 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 pub const WAIT: Duration = Duration::from_secs(60);
 
 /// A plain HTTP/1.1 client.
-pub(crate) fn http_client() -> HttpClient<HttpConnector, Full<Bytes>> {
+pub fn http_client() -> HttpClient<HttpConnector, Full<Bytes>> {
     HttpClient::builder(TokioExecutor::new()).build_http()
 }
 

@@ -7,7 +7,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_tests::fixture_tools::mark_tools_ready;
-use mcp_task_operator_tests::frontend::Frontend;
+use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
 use mcp_task_operator_tests::mcp_client::Mcp;
 use mcp_task_operator_tests::operator::{create_tool, shell_tool};
 use serde_json::json;
@@ -30,7 +30,7 @@ pub async fn run(
     mcp_task_operator_tests::ensure_crds(&client).await;
     create_tool(&client, ns, &shell_tool(TOOL, "true", json!({}))).await;
     mark_tools_ready(&client, ns).await;
-    let frontend = Frontend::start(ns, &[]).await;
+    let frontend = Frontend::start(ns, UNLIMITED).await;
     let mcp = Mcp::new(&frontend.url);
     mcp.wait_for_tools(&[TOOL]).await;
     let api: Api<McpTask> = Api::namespaced(client.clone(), ns);

@@ -9,7 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::frontend::Frontend;
+use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
 use mcp_task_operator_tests::mcp_client::Mcp;
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, TaskRecorder, create_tool, shell_tool,
@@ -49,7 +49,7 @@ pub async fn run(
 ) -> Result<(), String> {
     mcp_task_operator_tests::ensure_crds(&client).await;
     let _operator = Operator::start_leader(ns).await;
-    let frontend = Frontend::start(ns, &[]).await;
+    let frontend = Frontend::start(ns, UNLIMITED).await;
     create_tool(&client, ns, &shell_tool(TOOL, SCRIPT, json!({}))).await;
     let mcp = Mcp::new(&frontend.url);
     mcp.wait_for_tools(&[TOOL]).await;

@@ -9,7 +9,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::METHOD;
-use crate::error::JsonRpcErrorResponse;
+use crate::error::{Error, JsonRpcErrorResponse};
 
 /// A validated listen request.
 pub struct Listen {
@@ -23,8 +23,19 @@ pub struct Listen {
     pub tools_list_changed: bool,
 }
 
-/// Header, `_meta`, version and capability checks, in the order of the reference's ladder.
+/// [`validate_within`] allowing the most task IDs there is,
+/// [`crate::bounds::LISTEN_TASK_IDS_CEILING`] (`fuzz/` drives this).
 pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorResponse> {
+    validate_within(parts, body, crate::bounds::LISTEN_TASK_IDS_CEILING)
+}
+
+/// Header, `_meta`, version and capability checks, in the order of the reference's ladder,
+/// and at most `max_task_ids` task IDs (checked here, so before any of them is looked up).
+pub fn validate_within(
+    parts: &Parts,
+    body: &Bytes,
+    max_task_ids: usize,
+) -> Result<Listen, JsonRpcErrorResponse> {
     let request: Value = serde_json::from_slice(body).map_err(|_| {
         JsonRpcErrorResponse::new(
             None,
@@ -104,6 +115,18 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
             false,
         ));
     };
+    if let Some(count) = filter
+        .get("taskIds")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .filter(|count| *count > max_task_ids)
+    {
+        let error = Error::TooManyListenTasks {
+            count,
+            limit: max_task_ids,
+        };
+        return Err(fail(error.to_error_data(), false));
+    }
     let task_ids = match filter.get("taskIds") {
         None => Vec::new(),
         Some(ids) => serde_json::from_value::<Vec<String>>(ids.clone()).map_err(|_| {

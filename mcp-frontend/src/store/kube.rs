@@ -22,7 +22,8 @@ use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
-use super::{StoreError, TaskStore};
+use super::negative::NegativeCache;
+use super::{StoreError, TaskLookups, TaskStore};
 
 /// How long an own write is preferred over an older cache entry; by then the watch has
 /// delivered it (or the object is gone).
@@ -44,6 +45,9 @@ pub struct KubeTaskStore {
     synced: AtomicBool,
     /// Limit of each create, get and patch.
     api_timeout: Duration,
+    /// IDs a direct read found missing a moment ago.
+    misses: NegativeCache,
+    lookups: TaskLookups,
 }
 
 impl KubeTaskStore {
@@ -78,6 +82,8 @@ impl KubeTaskStore {
             changes: broadcast::channel(CHANGE_BUFFER).0,
             synced: AtomicBool::new(false),
             api_timeout,
+            misses: NegativeCache::default(),
+            lookups: TaskLookups::default(),
         });
         let driver = {
             let store = store.clone();
@@ -137,6 +143,13 @@ impl KubeTaskStore {
                 tracing::warn!(error = %invalid, "skipping malformed McpTask");
             }
             watcher::Event::InitDone => self.synced.store(true, Ordering::Release),
+            // A deleted task no longer counts, even if this replica wrote it a moment ago.
+            watcher::Event::Delete(DeserializeGuard(Ok(task))) => {
+                self.overlay
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&task.name_any());
+            }
             watcher::Event::Init | watcher::Event::Delete(_) => {}
         }
     }
@@ -176,6 +189,7 @@ impl KubeTaskStore {
             }
             overlay.retain(|_, (at, _)| at.elapsed() < OVERLAY_TTL);
         }
+        self.misses.remove(&task.name_any());
         let _ = self.changes.send(task);
     }
 
@@ -185,6 +199,7 @@ impl KubeTaskStore {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(task.name_any(), (Instant::now(), task.clone()));
+        self.misses.remove(&task.name_any());
         let _ = self.changes.send(task.clone());
         task
     }
@@ -249,10 +264,26 @@ impl TaskStore for KubeTaskStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
         Box::pin(async move {
             if let Some(task) = self.cached(id) {
+                self.lookups.record("cache");
                 return Ok(Some(task));
             }
+            if self.misses.contains(id, Instant::now()) {
+                self.lookups.record("negative_cache");
+                return Ok(None);
+            }
             // A task created a moment ago on another replica may not be in this cache yet.
+            self.lookups.record("api");
             let task = self.call("get", id, self.api.get_opt(id)).await?;
+            if task.is_none() {
+                // The read is a quorum read, so 404 means "did not exist just now". Record it,
+                // then look again: a watch event that arrived since the read removed nothing
+                // yet, and would otherwise leave a stale miss (see [`super::negative`]).
+                self.misses.insert(id, Instant::now());
+                if let Some(seen) = self.cached(id) {
+                    self.misses.remove(id);
+                    return Ok(Some(seen));
+                }
+            }
             Ok(task.map(Arc::new))
         })
     }
@@ -283,6 +314,38 @@ impl TaskStore for KubeTaskStore {
 
     fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    fn active_tasks(&self, owner: &str) -> usize {
+        // This replica's own writes of the owner's tasks, newest first where both exist.
+        let mut own: HashMap<String, Arc<McpTask>> = self
+            .overlay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, (at, task))| at.elapsed() < OVERLAY_TTL && task.spec.owner == owner)
+            .map(|(name, (_, task))| (name.clone(), task.clone()))
+            .collect();
+        let mut active = 0;
+        for guard in self.cache.state() {
+            let Ok(task) = &guard.0 else { continue };
+            if task.spec.owner != owner {
+                continue;
+            }
+            let newest = match own.remove(task.name_any().as_str()) {
+                Some(mine) if is_newer(&mine, task) => mine.is_terminal(),
+                _ => task.is_terminal(),
+            };
+            if !newest {
+                active += 1;
+            }
+        }
+        // Creates the watch has not delivered yet.
+        active + own.values().filter(|task| !task.is_terminal()).count()
+    }
+
+    fn lookups(&self) -> &TaskLookups {
+        &self.lookups
     }
 }
 

@@ -1,8 +1,12 @@
 //! In-memory [`TaskStore`]: a unit-test double standing in for the API server and the
-//! operator. Tests move tasks through their statuses with [`MemoryStore::update`].
+//! operator. Tests move tasks through their statuses with [`MemoryStore::update`]. A lookup of
+//! a missing ID counts as an API read and is remembered in a [`NegativeCache`], as in
+//! production, so tests can count the reads a request would cost.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -11,12 +15,17 @@ use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::{StoreError, TaskStore};
+use super::negative::NegativeCache;
+use super::{StoreError, TaskLookups, TaskStore};
 
 /// Tasks in a map, changes on a broadcast channel.
 pub struct MemoryStore {
     tasks: Mutex<HashMap<String, Arc<McpTask>>>,
     changes: broadcast::Sender<Arc<McpTask>>,
+    misses: NegativeCache,
+    lookups: TaskLookups,
+    /// How long a create takes, in milliseconds, as a round trip to the API server does.
+    create_latency_ms: AtomicU64,
 }
 
 impl Default for MemoryStore {
@@ -24,6 +33,9 @@ impl Default for MemoryStore {
         Self {
             tasks: Mutex::default(),
             changes: broadcast::channel(64).0,
+            misses: NegativeCache::default(),
+            lookups: TaskLookups::default(),
+            create_latency_ms: AtomicU64::new(0),
         }
     }
 }
@@ -43,14 +55,26 @@ impl MemoryStore {
         let _ = self.changes.send(task);
     }
 
-    /// Stores `task` as is, replacing any task of the same name.
+    /// Stores `task` as is, replacing any task of the same name (as the watch would see it).
     pub fn insert(&self, task: McpTask) {
         let task = Arc::new(task);
         self.tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(task.task_id().to_owned(), task.clone());
+        self.misses.remove(task.task_id());
         let _ = self.changes.send(task);
+    }
+
+    /// Makes each later create take `latency` before the task is stored and returned.
+    pub fn set_create_latency(&self, latency: Duration) {
+        let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+        self.create_latency_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// API reads lookups have cost so far.
+    pub fn api_reads(&self) -> u64 {
+        self.lookups.count("api")
     }
 
     /// The stored task `id`, synchronously.
@@ -84,13 +108,27 @@ impl MemoryStore {
 impl TaskStore for MemoryStore {
     fn create(&self, mut task: McpTask) -> BoxFuture<'_, Result<Arc<McpTask>, StoreError>> {
         task.metadata.creation_timestamp = Some(Time(Timestamp::now()));
-        let task = Arc::new(task);
-        self.insert(McpTask::clone(&task));
-        Box::pin(async move { Ok(task) })
+        let latency = Duration::from_millis(self.create_latency_ms.load(Ordering::Relaxed));
+        Box::pin(async move {
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            let task = Arc::new(task);
+            self.insert(McpTask::clone(&task));
+            Ok(task)
+        })
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
         let task = self.peek(id);
+        if task.is_some() {
+            self.lookups.record("cache");
+        } else if self.misses.contains(id, Instant::now()) {
+            self.lookups.record("negative_cache");
+        } else {
+            self.lookups.record("api");
+            self.misses.insert(id, Instant::now());
+        }
         Box::pin(async move { Ok(task) })
     }
 
@@ -129,5 +167,18 @@ impl TaskStore for MemoryStore {
 
     fn is_synced(&self) -> bool {
         true
+    }
+
+    fn active_tasks(&self, owner: &str) -> usize {
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|task| task.spec.owner == owner && !task.is_terminal())
+            .count()
+    }
+
+    fn lookups(&self) -> &TaskLookups {
+        &self.lookups
     }
 }

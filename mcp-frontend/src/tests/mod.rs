@@ -4,6 +4,7 @@ mod apihealth;
 mod auth;
 mod authz;
 mod calls;
+mod limits;
 mod listen;
 mod protocol;
 mod task_methods;

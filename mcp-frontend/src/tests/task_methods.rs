@@ -217,7 +217,7 @@ async fn polling_faster_than_the_configured_rate_gets_retry_after() {
     }
     let (status, body) = get_task(&state, &id).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert_eq!(body["error"]["code"], -31001, "{body}");
     assert!(body["error"]["data"]["retryAfterMs"].as_u64().unwrap() > 0);
 }
 

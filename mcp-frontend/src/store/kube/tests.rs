@@ -129,3 +129,49 @@ async fn writes_are_merge_patches_of_input_responses_and_the_cancel_annotation()
         .unwrap();
     server.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_404_is_remembered_briefly_and_a_create_of_that_id_forgets_it() {
+    let (store, mut handle) = store();
+    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "reason": "NotFound", "code": 404, "message": "not found"});
+    let server = tokio::spawn(async move {
+        let (request, send) = handle.next_request().await.unwrap();
+        assert_eq!(request.method(), Method::GET);
+        respond(send, StatusCode::NOT_FOUND, &not_found);
+        // The only other request is the create: the repeated get costs none.
+        let (request, send) = handle.next_request().await.unwrap();
+        assert_eq!(request.method(), Method::POST);
+        respond(send, StatusCode::CREATED, &task_json("abc", "7"));
+    });
+    assert!(store.get("abc").await.unwrap().is_none());
+    assert!(store.get("abc").await.unwrap().is_none());
+    assert_eq!(store.lookups().count("api"), 1);
+    assert_eq!(store.lookups().count("negative_cache"), 1);
+    let task = McpTask::new(
+        "abc",
+        serde_json::from_value::<McpTaskSpec>(json!({"tool": "t", "owner": "alice"})).unwrap(),
+    );
+    store.create(task).await.unwrap();
+    server.await.unwrap();
+    assert!(store.get("abc").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn own_creates_count_as_active_at_once() {
+    let (store, mut handle) = store();
+    let server = tokio::spawn(async move {
+        for (id, version) in [("a", "1"), ("b", "2")] {
+            let (_, send) = handle.next_request().await.unwrap();
+            respond(send, StatusCode::CREATED, &task_json(id, version));
+        }
+    });
+    for id in ["a", "b"] {
+        let spec = json!({"tool": "t", "owner": "alice"});
+        let task = McpTask::new(id, serde_json::from_value::<McpTaskSpec>(spec).unwrap());
+        store.create(task).await.unwrap();
+    }
+    server.await.unwrap();
+    assert_eq!(store.active_tasks("alice"), 2);
+    assert_eq!(store.active_tasks("bob"), 0);
+}

@@ -1,0 +1,230 @@
+//! Per-caller quotas and request bounds of the real front end binary against the real API
+//! server (no operator: tasks stay active until deleted): the active-task quota counts from
+//! the watch cache, and a listen naming many unknown task IDs is refused before any lookup
+//! while unknown IDs cost one API read each, not one per request. Each test also prints what
+//! a refusal costs (no timing is asserted).
+
+use std::time::Instant;
+
+use http_body_util::BodyExt;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use mcp_task_operator_crds::{McpTask, task_id};
+use mcp_task_operator_tests::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
+use mcp_task_operator_tests::frontend::Frontend;
+use mcp_task_operator_tests::mcp_client::{
+    Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT, http_client,
+};
+use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use serde_json::{Value, json};
+
+/// Refused requests sent in a row to measure what one costs.
+const REFUSALS: u32 = 300;
+
+/// The fixture tools, Ready, in `ns`, and a front end for it with `env` (plus no auth).
+async fn start(client: &kube::Client, ns: &str, env: &[(&str, &str)]) -> (Frontend, Mcp) {
+    ensure_crds(client).await;
+    apply_tools(client, ns, FIXTURE_MANIFEST).await;
+    mark_tools_ready(client, ns).await;
+    let mut all = vec![("AUTH_MODE", "none"), ("ALLOW_UNAUTHENTICATED", "true")];
+    all.extend_from_slice(env);
+    let frontend = Frontend::start(ns, &all).await;
+    let mcp = Mcp::new(&frontend.url);
+    mcp.wait_for_tools(&["slow_compute"]).await;
+    (frontend, mcp)
+}
+
+/// The front end's `/metrics` text.
+async fn metrics(frontend: &Frontend) -> String {
+    let url = frontend.url.replace("/mcp", "/metrics");
+    let response = http_client()
+        .get(url.parse().expect("metrics url"))
+        .await
+        .expect("GET /metrics");
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `mcp_frontend_task_lookups_total{source}` (0 before the first such lookup).
+async fn lookups(frontend: &Frontend, source: &str) -> u64 {
+    let prefix = format!("mcp_frontend_task_lookups_total{{source=\"{source}\"}} ");
+    metrics(frontend)
+        .await
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn report(what: &str, started: Instant) {
+    let each = started.elapsed() / REFUSALS;
+    eprintln!("cost of one refused {what}: {each:?} (mean of {REFUSALS}, sequential)");
+}
+
+#[tokio::test]
+async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
+    with_temp_ns("fe-limits", |client, ns| async move {
+        let env = [
+            ("MAX_ACTIVE_TASKS_PER_CALLER", "3"),
+            ("CALL_RATE_PER_SECOND", "0"),
+        ];
+        let (_frontend, mcp) = start(&client, &ns, &env).await;
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            ids.push(
+                mcp.start_task("slow_compute", json!({ "seconds": 60 }))
+                    .await,
+            );
+        }
+        let refused = mcp
+            .call_tool("slow_compute", json!({ "seconds": 60 }))
+            .await;
+        assert_eq!(refused.error_code(), Some(-31002), "{}", refused.body);
+        assert_eq!(
+            refused.error_message(),
+            "quota exceeded: this caller has 3 active tasks and the limit is 3; wait for one \
+             to finish or cancel one"
+        );
+        assert_eq!(
+            refused.body["error"]["data"],
+            json!({ "limit": 3, "active": 3 })
+        );
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        let stored = tasks.list(&ListParams::default()).await.expect("list");
+        assert_eq!(stored.items.len(), 3, "nothing created on refusal");
+
+        let started = Instant::now();
+        for _ in 0..REFUSALS {
+            let reply = mcp
+                .call_tool("slow_compute", json!({ "seconds": 60 }))
+                .await;
+            assert_eq!(reply.error_code(), Some(-31002), "{}", reply.body);
+        }
+        report("tools/call (quota)", started);
+        let stored = tasks.list(&ListParams::default()).await.expect("list");
+        assert_eq!(stored.items.len(), 3);
+
+        // A task that goes (the watch shows its deletion) frees a place.
+        tasks
+            .delete(&ids[0], &DeleteParams::default())
+            .await
+            .expect("delete a task");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let reply = mcp
+                .call_tool("slow_compute", json!({ "seconds": 60 }))
+                .await;
+            if reply.body.get("result").is_some() {
+                break;
+            }
+            assert_eq!(reply.error_code(), Some(-31002), "{}", reply.body);
+            assert!(tokio::time::Instant::now() < deadline, "place never freed");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn calls_faster_than_the_call_rate_are_refused_with_retry_after() {
+    with_temp_ns("fe-limits", |client, ns| async move {
+        // One call per 1000 s: no refill while the test runs, however slow the machine.
+        let env = [("CALL_RATE_PER_SECOND", "0.001"), ("CALL_BURST", "1")];
+        let (_frontend, mcp) = start(&client, &ns, &env).await;
+        mcp.start_task("slow_compute", json!({ "seconds": 60 }))
+            .await;
+        let started = Instant::now();
+        for _ in 0..REFUSALS {
+            let reply = mcp
+                .call_tool("slow_compute", json!({ "seconds": 60 }))
+                .await;
+            assert_eq!(reply.error_code(), Some(-31001), "{}", reply.body);
+            assert!(reply.body["error"]["data"]["retryAfterMs"].as_u64() > Some(0));
+        }
+        report("tools/call (rate)", started);
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        let stored = tasks.list(&ListParams::default()).await.expect("list");
+        assert_eq!(stored.items.len(), 1, "nothing created on refusal");
+    })
+    .await;
+}
+
+fn listen_body(task_ids: &[String]) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": "many", "method": "subscriptions/listen",
+        "params": {
+            "notifications": { "taskIds": task_ids },
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
+            },
+        },
+    })
+}
+
+#[tokio::test]
+async fn listen_bounds_task_ids_before_lookups_and_reads_each_unknown_id_once() {
+    with_temp_ns("fe-limits", |client, ns| async move {
+        let (frontend, mcp) = start(&client, &ns, &[]).await;
+        let headers = [("mcp-method", "subscriptions/listen".to_owned())];
+        // As many as fit in the 1 MiB body limit.
+        let many: Vec<String> = (0..25_000).map(|_| task_id::generate()).collect();
+        let reply = mcp.send(&headers, &listen_body(&many)).await;
+        assert_eq!(reply.error_code(), Some(-32602), "{}", reply.body);
+        assert_eq!(
+            reply.error_message(),
+            "notifications.taskIds names 25000 tasks; at most 100 per listen"
+        );
+        let started = Instant::now();
+        for _ in 0..REFUSALS {
+            let reply = mcp.send(&headers, &listen_body(&many[..101])).await;
+            assert_eq!(reply.error_code(), Some(-32602), "{}", reply.body);
+        }
+        report("subscriptions/listen (101 IDs)", started);
+        assert_eq!(
+            lookups(&frontend, "api").await,
+            0,
+            "no lookup before the bound"
+        );
+
+        // 100 unknown IDs: one API read each, then none while the misses are remembered.
+        let unknown: Vec<&str> = many[..100].iter().map(String::as_str).collect();
+        for round in 0..3 {
+            let mut listen = mcp.listen(&format!("round-{round}"), &unknown).await;
+            let ack = listen.next().await;
+            assert_eq!(ack["params"]["notifications"]["taskIds"], json!([]));
+        }
+        for id in &unknown[..10] {
+            let reply = mcp.get_task(id).await;
+            assert_eq!(reply.error_message(), "Task not found");
+        }
+        assert_eq!(lookups(&frontend, "api").await, 100);
+        assert!(lookups(&frontend, "negative_cache").await >= 210);
+
+        // A task that appears under a remembered ID (created straight through the API, as
+        // another replica would) is found from the watch cache, not hidden by the miss.
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        let spec = json!({ "tool": "slow_compute", "owner": "system:anonymous",
+            "arguments": { "seconds": 60 }, "ttlMs": 600_000 });
+        let task = McpTask::new(unknown[0], serde_json::from_value(spec).expect("spec"));
+        tasks
+            .create(&Default::default(), &task)
+            .await
+            .expect("create a task");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while mcp.get_task(unknown[0]).await.body.get("result").is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "task never found");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            lookups(&frontend, "api").await,
+            100,
+            "found through the watch"
+        );
+    })
+    .await;
+}
