@@ -142,7 +142,8 @@ impl Traffic {
     }
 
     /// Calls `method` (declaring the tasks extension) until it succeeds; returns its `result`.
-    /// Transport errors, hung attempts, HTTP 5xx, -32603 and -31001 (rate limited) answers and
+    /// Transport errors, hung attempts, HTTP 5xx, -32603, -31001 (rate limited) and -31002 (the
+    /// caller's active-task quota: another of its tasks will end) answers and
     /// "Task not found" are retried (after `data.retryAfterMs`, or a growing pause) for up to
     /// [`CALL_DEADLINE`]; `Err` says what was never cured or what cannot be retried.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, String> {
@@ -221,7 +222,7 @@ impl Traffic {
             .as_u64()
             .map(Duration::from_millis);
         let not_found = code == Some(-32602) && error["message"] == "Task not found";
-        if status >= 500 || matches!(code, Some(-32603 | -31001)) || not_found {
+        if status >= 500 || matches!(code, Some(-32603 | -31001 | -31002)) || not_found {
             Attempt::Retry(what, retry_after)
         } else {
             Attempt::Fatal(what)
