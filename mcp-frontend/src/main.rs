@@ -42,6 +42,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     ));
 
     let bind_addr = config.bind_addr;
+    let state = AppState::new(config, tasks, tools).with_api_health(health);
+    let config = state.config.clone();
     let auth = match config.auth_mode {
         AuthMode::None => {
             tracing::warn!("authentication is off: every caller shares the anonymous identity");
@@ -54,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         AuthMode::TokenReview => Auth::Bearer(Arc::new(TokenReviewer::new(
             client.clone(),
             config.token_audiences.clone(),
-            ReviewCache::default(),
+            ReviewCache::default().counted("token", state.reviews.clone()),
         ))),
     };
     let authz = match config.authorization_mode {
@@ -65,13 +67,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         AuthorizationMode::Rbac => Authz::Rbac(Arc::new(AccessReviewer::new(
             client.clone(),
             &config.namespace,
-            ReviewCache::default(),
+            ReviewCache::default().counted("access", state.reviews.clone()),
         ))),
     };
-    let state = AppState::new(config, tasks, tools)
-        .with_auth(auth)
-        .with_authz(authz)
-        .with_api_health(health);
+    let state = state.with_auth(auth).with_authz(authz);
     let shutdown = state.shutdown.clone();
     let listener = TcpListener::bind(bind_addr).await?;
     tracing::info!(%bind_addr, "serving MCP on /mcp");

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 use moka::future::Cache;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
 
 /// How long a granted answer (a valid token, an allowed call) is reused.
@@ -81,9 +85,39 @@ impl<V: Answer> Expiry<Key, V> for Ttls {
     }
 }
 
+/// Labels of one review sent to the API server.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReviewLabels {
+    /// `token` (TokenReview) or `access` (SubjectAccessReview).
+    pub kind: &'static str,
+    /// `granted`, `refused` or `failed` (the API call itself failed).
+    pub outcome: &'static str,
+}
+
+/// Reviews actually sent to the API server (cache misses), by kind and outcome: what the
+/// caches save is the request count minus these.
+#[derive(Clone, Debug, Default)]
+pub struct ReviewMetrics(Family<ReviewLabels, Counter>);
+
+impl ReviewMetrics {
+    /// Registers the counter as `mcp_frontend_reviews_total`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.sub_registry_with_prefix("mcp_frontend").register(
+            "reviews",
+            "TokenReviews and SubjectAccessReviews sent to the Kubernetes API server, by kind and outcome",
+            self.0.clone(),
+        );
+    }
+
+    fn count(&self, kind: &'static str, outcome: &'static str) {
+        self.0.get_or_create(&ReviewLabels { kind, outcome }).inc();
+    }
+}
+
 /// Review answers by digest.
 pub struct ReviewCache<V> {
     cache: Cache<Key, V>,
+    counted: Option<(&'static str, ReviewMetrics)>,
 }
 
 impl<V: Answer> ReviewCache<V> {
@@ -94,7 +128,14 @@ impl<V: Answer> ReviewCache<V> {
                 .max_capacity(capacity)
                 .expire_after(ttls)
                 .build(),
+            counted: None,
         }
+    }
+
+    /// The same cache counting each review it sends in `metrics` as `kind`.
+    pub fn counted(mut self, kind: &'static str, metrics: ReviewMetrics) -> Self {
+        self.counted = Some((kind, metrics));
+        self
     }
 
     /// The cached answer for `key`, or the one `review` gives (which is then cached). Callers
@@ -107,7 +148,19 @@ impl<V: Answer> ReviewCache<V> {
     where
         E: Send + Sync + 'static,
     {
-        self.cache.try_get_with(key, review).await
+        let counted = async {
+            let answer = review.await;
+            if let Some((kind, metrics)) = &self.counted {
+                let outcome = match &answer {
+                    Ok(v) if v.granted() => "granted",
+                    Ok(_) => "refused",
+                    Err(_) => "failed",
+                };
+                metrics.count(kind, outcome);
+            }
+            answer
+        };
+        self.cache.try_get_with(key, counted).await
     }
 }
 

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
+
+use crate::review_cache::ReviewMetrics;
 use rmcp::model::Implementation;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +48,8 @@ pub struct AppState {
     pub quota: Option<Arc<ActiveTaskQuota>>,
     /// Whether the Kubernetes API server is reachable (always, unless a probe says otherwise).
     pub api_health: Arc<ApiHealth>,
+    /// Reviews sent to the API server; the review caches of `auth` and `authz` count into it.
+    pub reviews: ReviewMetrics,
 }
 
 impl AppState {
@@ -54,6 +58,8 @@ impl AppState {
         let mut registry = Registry::default();
         let metrics = Metrics::register(&mut registry);
         tasks.lookups().register(&mut registry);
+        let reviews = ReviewMetrics::default();
+        reviews.register(&mut registry);
         let limits = &config.limits;
         // A token mode without an authenticator (see `with_auth`) refuses every request.
         let auth = match config.auth_mode {
@@ -88,6 +94,7 @@ impl AppState {
             metrics: Arc::new(metrics),
             registry: Arc::new(registry),
             api_health: Arc::default(),
+            reviews,
         }
     }
 

@@ -69,6 +69,25 @@ impl Frontend {
         frontend
     }
 
+    /// The value of the counter line `series` (name and labels as `/metrics` prints them, e.g.
+    /// `mcp_frontend_reviews_total{kind="token",outcome="granted"}`); 0 before it first counts.
+    pub async fn counter(&self, series: &str) -> u64 {
+        let url = self.url.replace("/mcp", "/metrics");
+        let response = crate::mcp_client::http_client()
+            .get(url.parse().expect("metrics url"))
+            .await
+            .expect("GET /metrics");
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("metrics body")
+            .to_bytes();
+        let prefix = format!("{series} ");
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// The process ID of the child.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("front end still running")

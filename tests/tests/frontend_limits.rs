@@ -6,15 +6,12 @@
 
 use std::time::Instant;
 
-use http_body_util::BodyExt;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use mcp_task_operator_crds::{McpTask, task_id};
 use mcp_task_operator_tests::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
 use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{
-    Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT, http_client,
-};
+use mcp_task_operator_tests::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT};
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
@@ -34,30 +31,10 @@ async fn start(client: &kube::Client, ns: &str, env: &[(&str, &str)]) -> (Fronte
     (frontend, mcp)
 }
 
-/// The front end's `/metrics` text.
-async fn metrics(frontend: &Frontend) -> String {
-    let url = frontend.url.replace("/mcp", "/metrics");
-    let response = http_client()
-        .get(url.parse().expect("metrics url"))
-        .await
-        .expect("GET /metrics");
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// `mcp_frontend_task_lookups_total{source}` (0 before the first such lookup).
 async fn lookups(frontend: &Frontend, source: &str) -> u64 {
-    let prefix = format!("mcp_frontend_task_lookups_total{{source=\"{source}\"}} ");
-    metrics(frontend)
-        .await
-        .lines()
-        .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
-        .unwrap_or(0)
+    let series = format!("mcp_frontend_task_lookups_total{{source=\"{source}\"}}");
+    frontend.counter(&series).await
 }
 
 fn report(what: &str, started: Instant) {
