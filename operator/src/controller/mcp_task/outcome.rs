@@ -125,7 +125,8 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn just(outcome: Outcome) -> Self {
+    /// Just `outcome`: no action, nothing to recheck.
+    pub fn just(outcome: Outcome) -> Self {
         Self {
             outcome,
             action: None,
@@ -171,12 +172,10 @@ pub fn decide(obs: &Observation<'_>) -> Decision {
         },
         Workload::Running => running(obs),
         Workload::Exited { exit_code } => exited(*exit_code, obs.progress),
-        // A pod stuck pulling its image would retry until the deadline: stop it.
-        Workload::Failed {
-            reason: FailureReason::ImagePullFailed,
-            detail,
-        } => {
-            let failed = Outcome::failure(FailureReason::ImagePullFailed, detail.clone());
+        // A pod stuck pulling its image (or scheduling, or being refused) would retry until
+        // the deadline: stop it.
+        Workload::Failed { reason, detail } if reason.stops_job() => {
+            let failed = Outcome::failure(*reason, detail.clone());
             return Decision::with(failed, Action::DeleteJob);
         }
         Workload::Failed { reason, detail } => Outcome::failure(*reason, detail.clone()),
