@@ -70,7 +70,7 @@ pub async fn get_job(client: &Client, namespace: &str, name: &str) -> Result<Opt
 #[derive(Debug)]
 pub enum Created {
     /// The Job exists (created now, or by a racing apply).
-    Job(Job),
+    Job(Box<Job>),
     /// The API server refused the Job (quota, admission webhook, invalid template): its
     /// message, bounded to [`MAX_REFUSAL_CHARS`].
     Refused(String),
@@ -89,10 +89,10 @@ pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Resu
     let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     match jobs.patch(&name, &params, &Patch::Apply(desired)).await {
-        Ok(job) => Ok(Created::Job(job)),
+        Ok(job) => Ok(Created::Job(Box::new(job))),
         Err(kube::Error::Api(status)) if status.code == 422 || status.is_conflict() => {
             match get_job(client, namespace, &name).await? {
-                Some(job) => Ok(Created::Job(job)),
+                Some(job) => Ok(Created::Job(Box::new(job))),
                 None if status.code == 422 => Ok(Created::Refused(bounded(&status.message))),
                 None => Err(Error::MissingField {
                     kind: "Job",

@@ -134,7 +134,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 }
                 match apply::create_job(client, &namespace, &desired).await? {
                     apply::Created::Job(created) => {
-                        job = Some(created);
+                        job = Some(*created);
                         ctx.publish(task, "JobCreated", format!("Created Job {name}"), false)
                             .await;
                     }
@@ -172,13 +172,12 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     let mut workload = start_deadline(observe_workload(job.as_ref(), pod), pod, &limits, now);
     if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, &job)
         && let Some((since, message)) = apply::pods_refused_since(client, &namespace, job).await?
+        && pods_refused(&workload, pod, Some(since), &limits, now)
     {
-        if pods_refused(&workload, pod, Some(since), &limits, now) {
-            workload = Workload::Failed {
-                reason: FailureReason::PodRefused,
-                detail: Some(message),
-            };
-        }
+        workload = Workload::Failed {
+            reason: FailureReason::PodRefused,
+            detail: Some(message),
+        };
     }
     if let Some(pod) = pod
         && let PodSync::AnswersTooLarge(detail) =
