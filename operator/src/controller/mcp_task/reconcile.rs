@@ -276,6 +276,9 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             cancel_requested_at: cancel_at,
             cancel_grace: SignedDuration::from_secs(grace_secs),
             job_recorded: job_recorded || job.is_some(),
+            finished_at: pod
+                .and_then(tool_container_finished)
+                .and_then(|t| Timestamp::try_from(t).ok()),
             now,
         })
     };
