@@ -6,13 +6,14 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ResourceQuota;
-use kube::api::{Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    shell_tool, status_message, tool, wait_status, wait_task, wait_task_event, wait_terminal,
+    request_cancel, result_text, shell_tool, status_message, tool, wait_status, wait_task,
+    wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -145,7 +146,7 @@ async fn an_answer_too_large_for_the_pod_fails_the_task_and_a_later_cancel_chang
         assert!(detail.contains("262144-byte limit"), "{detail}");
         wait_job_stopped(&client, &ns, &name).await;
         // The client's cancel after the failure finds a terminal task.
-        mcp_task_operator_tests::operator::request_cancel(&client, &ns, &name).await;
+        request_cancel(&client, &ns, &name).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let after = tasks.get(&name).await.expect("task");
         assert_eq!(after.task_status(), TaskStatus::Failed);
@@ -320,6 +321,88 @@ async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fa
             "{done:?}"
         );
         wait_job_stopped(&client, &ns, &name).await;
+    })
+    .await;
+}
+
+/// Says how far it got, then stops on the cancel with its own last words.
+const COOPERATIVE: &str = r#"echo '{"mcp":"status","message":"recounting 64 SKUs"}'
+while [ ! -s /var/run/mcp/cancel-requested ]; do sleep 0.2; done
+echo '{"mcp":"status","message":"stopped after 2 of 64 SKUs"}'"#;
+
+#[tokio::test]
+async fn a_cancelled_task_keeps_the_tools_own_last_words() {
+    with_temp_ns("edge-words", |client, ns| async move {
+        let _operator = setup(&client, &ns, &[]).await;
+        create_tool(&client, &ns, &shell_tool("recount", COOPERATIVE, json!({}))).await;
+        let task = create_task(&client, &ns, "recount", json!({})).await;
+        let name = name_of(&task);
+        wait_task(&client, &ns, &name, WAIT, |t| {
+            status_message(t) == "recounting 64 SKUs"
+        })
+        .await;
+        request_cancel(&client, &ns, &name).await;
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_eq!(
+            done.task_status(),
+            TaskStatus::Cancelled,
+            "{:?}",
+            done.status
+        );
+        assert_eq!(status_message(&done), "stopped after 2 of 64 SKUs");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_that_finished_before_the_cancel_time_completes() {
+    with_temp_ns("edge-race", |client, ns| async move {
+        let mut operator = setup(&client, &ns, &[]).await;
+        let script =
+            r#"echo '{"mcp":"status","message":"recounting"}'; sleep 2; echo 'all 64 SKUs'"#;
+        create_tool(&client, &ns, &shell_tool("recount", script, json!({}))).await;
+        let task = create_task(&client, &ns, "recount", json!({})).await;
+        let name = name_of(&task);
+        wait_task(&client, &ns, &name, WAIT, |t| {
+            status_message(t) == "recounting"
+        })
+        .await;
+        // The operator is away while the tool exits 0 and the client cancels after that: the
+        // cancel and the exit reach the next operator together.
+        operator.kill().await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("batch.kubernetes.io/job-name={name}");
+        let started = Instant::now();
+        loop {
+            let list = pods
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .expect("pods");
+            let phase = list
+                .items
+                .first()
+                .and_then(|p| p.status.as_ref()?.phase.clone());
+            if phase.as_deref() == Some("Succeeded") {
+                break;
+            }
+            assert!(
+                started.elapsed() < WAIT,
+                "the tool did not finish: {phase:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // finishedAt has whole seconds: cancel in a later second than the exit.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        request_cancel(&client, &ns, &name).await;
+        let _next = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &[]).await;
+        let done = wait_terminal(&client, &ns, &name).await;
+        assert_eq!(
+            done.task_status(),
+            TaskStatus::Completed,
+            "{:?}",
+            done.status
+        );
+        assert_eq!(result_text(&done), "all 64 SKUs");
     })
     .await;
 }
