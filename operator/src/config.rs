@@ -46,6 +46,21 @@ pub struct Config {
     /// `MCP_OPERATOR_TOOL_POLICY_ALLOW_{PRIVILEGED,HOST_NAMESPACES,HOST_PATH}`, `true` or
     /// `false`, default `false`). See [`ToolPolicy`].
     pub tool_policy: ToolPolicy,
+    /// How long a tool image pull may keep failing (`ErrImagePull`, `ImagePullBackOff`) before
+    /// the task fails `ImagePullFailed`, from when the kubelet took the pod
+    /// (`MCP_OPERATOR_IMAGE_PULL_GRACE_SECONDS`, default 120; 0 fails at the first error).
+    pub image_pull_grace: Duration,
+    /// How long a Secret or ConfigMap the tool container needs may be missing
+    /// (`CreateContainerConfigError`) before the task fails `ContainerConfigError`, from when
+    /// the kubelet took the pod (`MCP_OPERATOR_CONFIG_ERROR_GRACE_SECONDS`, default 60).
+    pub config_error_grace: Duration,
+    /// How long a task's pod may stay unschedulable before the task fails `Unschedulable`,
+    /// from the pod's creation (`MCP_OPERATOR_UNSCHEDULABLE_SECONDS`, default 300).
+    pub unschedulable_after: Duration,
+    /// How long the API server may refuse a Job's pods (Pod Security, quota) before the task
+    /// fails `PodRefused`, from the Job's first `FailedCreate` Event
+    /// (`MCP_OPERATOR_POD_REFUSED_GRACE_SECONDS`, default 30).
+    pub pod_refused_grace: Duration,
 }
 
 /// A variable holds a value that cannot be used.
@@ -118,6 +133,10 @@ impl Config {
                 )?,
                 allow_host_path: parse(var("TOOL_POLICY_ALLOW_HOST_PATH"), "false", BOOL_EXPECTED)?,
             },
+            image_pull_grace: seconds(var("IMAGE_PULL_GRACE_SECONDS"), "120")?,
+            config_error_grace: seconds(var("CONFIG_ERROR_GRACE_SECONDS"), "60")?,
+            unschedulable_after: seconds(var("UNSCHEDULABLE_SECONDS"), "300")?,
+            pod_refused_grace: seconds(var("POD_REFUSED_GRACE_SECONDS"), "30")?,
         })
     }
 }
@@ -136,6 +155,24 @@ fn parse<T: std::str::FromStr>(
 }
 
 const BOOL_EXPECTED: &str = "true or false";
+
+/// A number of seconds, 0 allowed, at most a day (a longer wait is a typo).
+fn seconds(var: (String, Option<String>), default: &str) -> Result<Duration, ConfigError> {
+    let name = var.0.clone();
+    let value: u64 = parse(var, default, SECONDS_EXPECTED)?;
+    if value > MAX_GRACE_SECONDS {
+        return Err(ConfigError {
+            name,
+            value: value.to_string(),
+            expected: SECONDS_EXPECTED,
+        });
+    }
+    Ok(Duration::from_secs(value))
+}
+
+/// Longest start grace period or deadline the operator accepts: one day.
+pub const MAX_GRACE_SECONDS: u64 = 86_400;
+const SECONDS_EXPECTED: &str = "a number of seconds from 0 to 86400";
 
 /// A comma-separated list of ServiceAccount names (blank entries skipped), each a DNS-1123
 /// subdomain as the API server requires, at most [`MAX_FORBIDDEN_SERVICE_ACCOUNTS`] of them.
@@ -213,6 +250,32 @@ mod tests {
         assert_eq!(c.lease_duration, Duration::from_secs(15));
         assert_eq!(c.identity, "operator");
         assert_eq!(c.tool_policy, ToolPolicy::default());
+        assert_eq!(c.image_pull_grace, Duration::from_secs(120));
+        assert_eq!(c.config_error_grace, Duration::from_secs(60));
+        assert_eq!(c.unschedulable_after, Duration::from_secs(300));
+        assert_eq!(c.pod_refused_grace, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn start_limits_are_seconds_up_to_a_day() {
+        let c = config(&[
+            ("MCP_OPERATOR_IMAGE_PULL_GRACE_SECONDS", "0"),
+            ("MCP_OPERATOR_CONFIG_ERROR_GRACE_SECONDS", "5"),
+            ("MCP_OPERATOR_UNSCHEDULABLE_SECONDS", "86400"),
+            ("MCP_OPERATOR_POD_REFUSED_GRACE_SECONDS", "1"),
+        ])
+        .unwrap();
+        assert_eq!(c.image_pull_grace, Duration::ZERO);
+        assert_eq!(c.config_error_grace, Duration::from_secs(5));
+        assert_eq!(c.unschedulable_after, Duration::from_secs(86_400));
+        assert_eq!(c.pod_refused_grace, Duration::from_secs(1));
+        let err = config(&[("MCP_OPERATOR_UNSCHEDULABLE_SECONDS", "86401")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"86401\" for MCP_OPERATOR_UNSCHEDULABLE_SECONDS: \
+             a number of seconds from 0 to 86400"
+        );
+        assert!(config(&[("MCP_OPERATOR_IMAGE_PULL_GRACE_SECONDS", "-1")]).is_err());
     }
 
     #[test]

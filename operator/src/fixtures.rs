@@ -113,6 +113,18 @@ pub mod api {
             }
         }
 
+        /// Expects `method path` and answers `code` with a Status carrying `message`.
+        pub fn refused(method: Method, path: &str, code: u16, message: &str) -> Self {
+            let body = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                "status": "Failure", "reason": "Forbidden", "code": code, "message": message});
+            Self {
+                method,
+                path: path.to_owned(),
+                status: StatusCode::from_u16(code).expect("an HTTP status"),
+                body: Some(body),
+            }
+        }
+
         /// Expects an Event to be published in `namespace`.
         pub fn event(namespace: &str) -> Self {
             Self::echo(

@@ -29,8 +29,9 @@ const OPERATOR_NEEDS: &[(&str, &str, &str)] = &[
     ("", "pods", "list,watch,patch"),
     // The tool container's stdout.
     ("", "pods/log", "get"),
-    // Events on transitions (a repeat is patched into a series).
-    ("events.k8s.io", "events", "create,patch"),
+    // Events on transitions (a repeat is patched into a series); the Job controller's
+    // FailedCreate Events (a task whose pods are refused).
+    ("events.k8s.io", "events", "create,patch,list"),
 ];
 
 /// What the front end calls (mcp-frontend/src), in the one namespace it serves. Plus create

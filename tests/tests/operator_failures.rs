@@ -60,7 +60,13 @@ async fn wait_sleeping(client: &Client, ns: &str, name: &str) -> Pod {
 #[tokio::test]
 async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
     with_temp_ns("op-pull", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        ensure_crds(&client).await;
+        ensure_example_images();
+        // No grace for failed pulls: the first failure ends the task (operator_edges.rs checks
+        // the grace period).
+        let env = [("IMAGE_PULL_GRACE_SECONDS", "0")];
+        let _operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
+        _operator.wait_leading().await;
         // Never: the image is not on the node. IfNotPresent: there is no registry to pull from.
         for (name, policy) in [("never-pull", "Never"), ("pull-fails", "IfNotPresent")] {
             let missing = tool(

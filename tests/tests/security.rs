@@ -437,7 +437,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
 }
 
 #[tokio::test]
-async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_at_the_deadline() {
+async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
     with_temp_ns("sec-refused", |client, ns| async move {
         ensure_crds(&client).await;
         ensure_example_images();
@@ -447,10 +447,17 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_at_the_deadlin
             &ns,
             "pod-security.kubernetes.io/enforce=restricted",
         ]);
-        let _operator = Operator::start_leader(&ns).await;
-        // No securityContext at all: the Job controller's pods are refused.
-        let spec = json!({ "activeDeadlineSeconds": 5 });
-        create_tool(&client, &ns, &shell_tool("unrestricted", "echo hi", spec)).await;
+        let env = [("POD_REFUSED_GRACE_SECONDS", "2")];
+        let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
+        operator.wait_leading().await;
+        // No securityContext at all: the Job controller's pods are refused. No deadline
+        // either: the refusal itself ends the task.
+        create_tool(
+            &client,
+            &ns,
+            &shell_tool("unrestricted", "echo hi", json!({})),
+        )
+        .await;
         kubectl_ok(&[
             "wait",
             "-n",
@@ -463,12 +470,11 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_at_the_deadlin
         let id = task.metadata.name.clone().expect("name");
         let done = wait_terminal(&client, &ns, &id).await;
         assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
-        assert_eq!(
-            failure_reason(&done),
-            "DeadlineExceeded",
-            "{:?}",
-            done.status
-        );
+        assert_eq!(failure_reason(&done), "PodRefused", "{:?}", done.status);
+        // The API server's refusal names the Pod Security level, in the task's error too.
+        let detail = done.status.as_ref().and_then(|s| s.error.clone());
+        let detail = detail.and_then(|e| e.data).expect("error data")["detail"].to_string();
+        assert!(detail.contains("violates PodSecurity"), "{detail}");
         // Why is visible on the Job: the refusal names the Pod Security level.
         let selector = format!("involvedObject.name={id},reason=FailedCreate");
         let events = kubectl_ok(&[

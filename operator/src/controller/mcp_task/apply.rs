@@ -3,6 +3,8 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
@@ -64,25 +66,84 @@ pub async fn get_job(client: &Client, namespace: &str, name: &str) -> Result<Opt
         .map_err(|e| Error::kube(KubeOp::Get, "Job", name, e))
 }
 
+/// What came of creating a Job.
+#[derive(Debug)]
+pub enum Created {
+    /// The Job exists (created now, or by a racing apply).
+    Job(Box<Job>),
+    /// The API server refused the Job (quota, admission webhook, invalid template): its
+    /// message, bounded to [`MAX_REFUSAL_CHARS`].
+    Refused(String),
+}
+
+/// Most characters of an API server refusal kept for a task's error.
+pub const MAX_REFUSAL_CHARS: usize = 1024;
+
 /// Creates `desired` by server-side apply. Called only when the Job does not exist; the Job's
 /// name is the task ID, so a racing second apply hits the same object and never makes a
-/// second Job. If the Job appeared meanwhile with another template (immutable), it is kept.
-pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Result<Job> {
+/// second Job. If the Job appeared meanwhile with another template (immutable, so 422), it
+/// is kept. A refusal (400, 403, or a 422 with no Job there) is [`Created::Refused`]: retrying
+/// would be refused again.
+pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Result<Created> {
     let name = desired.name_any();
     let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     match jobs.patch(&name, &params, &Patch::Apply(desired)).await {
-        Ok(job) => Ok(job),
+        Ok(job) => Ok(Created::Job(Box::new(job))),
         Err(kube::Error::Api(status)) if status.code == 422 || status.is_conflict() => {
-            get_job(client, namespace, &name)
-                .await?
-                .ok_or(Error::MissingField {
+            match get_job(client, namespace, &name).await? {
+                Some(job) => Ok(Created::Job(Box::new(job))),
+                None if status.code == 422 => Ok(Created::Refused(bounded(&status.message))),
+                None => Err(Error::MissingField {
                     kind: "Job",
                     field: "metadata (the Job vanished while being applied)",
-                })
+                }),
+            }
+        }
+        Err(kube::Error::Api(status)) if status.code == 400 || status.code == 403 => {
+            Ok(Created::Refused(bounded(&status.message)))
         }
         Err(e) => Err(Error::kube(KubeOp::Apply, "Job", name, e)),
     }
+}
+
+/// `message` cut to [`MAX_REFUSAL_CHARS`] characters.
+pub fn bounded(message: &str) -> String {
+    match message.char_indices().nth(MAX_REFUSAL_CHARS) {
+        Some((at, _)) => format!("{}...", &message[..at]),
+        None => message.to_owned(),
+    }
+}
+
+/// When the Job controller first failed to create a pod of `job` (its `FailedCreate` Event)
+/// and what the API server said, if it did: the Event's first time is kept by the API server,
+/// so the grace period survives an operator restart.
+pub async fn pods_refused_since(
+    client: &Client,
+    namespace: &str,
+    job: &Job,
+) -> Result<Option<(Timestamp, String)>> {
+    let Some(uid) = job.uid() else {
+        return Ok(None);
+    };
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().fields(&format!("regarding.uid={uid},reason=FailedCreate"));
+    let list = events
+        .list(&params)
+        .await
+        .map_err(|e| Error::kube(KubeOp::List, "Event", job.name_any(), e))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|e| {
+            let first = e
+                .deprecated_first_timestamp
+                .map(|t| t.0)
+                .or(e.event_time.map(|t| t.0))
+                .or(e.metadata.creation_timestamp.map(|t| t.0))?;
+            Some((first, bounded(e.note.as_deref().unwrap_or_default())))
+        })
+        .min_by_key(|(first, _)| *first))
 }
 
 /// The pods of the task's Job: labelled with its name and controlled by it (its UID). A pod
@@ -104,38 +165,79 @@ pub async fn list_pods(client: &Client, namespace: &str, job: &Job) -> Result<Ve
         .collect())
 }
 
+/// Most bytes the API server accepts in all of an object's annotations together (keys and
+/// values): 256 KiB.
+pub const MAX_POD_ANNOTATION_BYTES: usize = 256 * 1024;
+
+/// What keeping the pod's annotations in step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodSync {
+    /// Nothing to do, or done.
+    Synced,
+    /// The answers cannot fit the pod's annotations; they were not sent (the cancel was).
+    AnswersTooLarge(String),
+}
+
 /// Patches the live pod's cancel and input-responses annotations when they lag the task; the
-/// kubelet then refreshes the files in /var/run/mcp. Returns whether a patch was sent.
-pub async fn sync_pod_annotations(client: &Client, task: &McpTask, pod: &Pod) -> Result<bool> {
+/// kubelet then refreshes the files in /var/run/mcp.
+///
+/// The cancel goes in a patch of its own, first: it is a few bytes and must never wait on the
+/// answers, which may not fit. Answers that would take the pod's annotations over
+/// [`MAX_POD_ANNOTATION_BYTES`] (or that the API server refuses as invalid) are not retried:
+/// [`PodSync::AnswersTooLarge`] says why.
+pub async fn sync_pod_annotations(client: &Client, task: &McpTask, pod: &Pod) -> Result<PodSync> {
     let finished = pod
         .status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .is_some_and(|p| p == "Succeeded" || p == "Failed");
     if finished || pod.metadata.deletion_timestamp.is_some() {
-        return Ok(false);
+        return Ok(PodSync::Synced);
     }
+    let name = pod.name_any();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = |key: &str, value: &str| {
+        let patch = json!({"metadata": {"annotations": {key: value}}});
+        let (pods, name) = (pods.clone(), name.clone());
+        async move {
+            pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    let current = pod.annotations();
     let cancel = cancel_annotation_value(task);
+    if current.get(POD_CANCEL_ANNOTATION) != Some(&cancel) {
+        patch(POD_CANCEL_ANNOTATION, &cancel)
+            .await
+            .map_err(|e| Error::kube(KubeOp::Patch, "Pod", &name, e))?;
+    }
     let inputs = input_responses_annotation_value(task).map_err(|e| Error::BuildJob {
         task: task.name_any(),
         source: e,
     })?;
-    let current = pod.annotations();
-    let up_to_date = current.get(POD_CANCEL_ANNOTATION) == Some(&cancel)
-        && current.get(POD_INPUT_RESPONSES_ANNOTATION) == Some(&inputs);
-    if up_to_date {
-        return Ok(false);
+    if current.get(POD_INPUT_RESPONSES_ANNOTATION) == Some(&inputs) {
+        return Ok(PodSync::Synced);
     }
-    let name = pod.name_any();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
-    let patch = json!({"metadata": {"annotations": {
-        POD_CANCEL_ANNOTATION: cancel,
-        POD_INPUT_RESPONSES_ANNOTATION: inputs,
-    }}});
-    pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|e| Error::kube(KubeOp::Patch, "Pod", name, e))?;
-    Ok(true)
+    let others: usize = current
+        .iter()
+        .filter(|(k, _)| k.as_str() != POD_INPUT_RESPONSES_ANNOTATION)
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
+    let total = others + POD_INPUT_RESPONSES_ANNOTATION.len() + inputs.len();
+    if total > MAX_POD_ANNOTATION_BYTES {
+        return Ok(PodSync::AnswersTooLarge(format!(
+            "the answers take {} bytes; with the pod's other annotations that is {total} bytes, \
+             over the {MAX_POD_ANNOTATION_BYTES}-byte limit of a pod's annotations",
+            inputs.len()
+        )));
+    }
+    match patch(POD_INPUT_RESPONSES_ANNOTATION, &inputs).await {
+        Ok(_) => Ok(PodSync::Synced),
+        Err(kube::Error::Api(s)) if s.code == 422 => {
+            Ok(PodSync::AnswersTooLarge(bounded(&s.message)))
+        }
+        Err(e) => Err(Error::kube(KubeOp::Patch, "Pod", name, e)),
+    }
 }
 
 /// Deletes the task's Job and, by background propagation, its pod. Gone already is fine.

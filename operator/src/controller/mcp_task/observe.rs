@@ -7,6 +7,7 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::contract::TOOL_CONTAINER_NAME;
 
@@ -39,6 +40,16 @@ pub enum FailureReason {
     ArgumentsTooLarge,
     /// A Job of the task's name exists that the task does not own; it is left alone.
     JobConflict,
+    /// The API server refused to create the task's Job (quota, admission webhook, invalid).
+    JobRefused,
+    /// The API server refused every pod the Job tried to create (Pod Security, quota).
+    PodRefused,
+    /// A Secret or ConfigMap the tool container needs is missing, past a grace period.
+    ContainerConfigError,
+    /// No node could take the pod before the start deadline.
+    Unschedulable,
+    /// The client's answers are too large to hand to the tool container.
+    InputTooLarge,
 }
 
 impl FailureReason {
@@ -58,6 +69,11 @@ impl FailureReason {
             Self::TemplateNotAllowed => "TemplateNotAllowed",
             Self::ArgumentsTooLarge => "ArgumentsTooLarge",
             Self::JobConflict => "JobConflict",
+            Self::JobRefused => "JobRefused",
+            Self::PodRefused => "PodRefused",
+            Self::ContainerConfigError => "ContainerConfigError",
+            Self::Unschedulable => "Unschedulable",
+            Self::InputTooLarge => "InputTooLarge",
         }
     }
 
@@ -83,7 +99,29 @@ impl FailureReason {
             Self::JobConflict => {
                 "A Job of the task's name exists that this task does not own; it was left alone"
             }
+            Self::JobRefused => "The API server refused to create the task's Job",
+            Self::PodRefused => "The API server refused to create the task's pod",
+            Self::ContainerConfigError => {
+                "The tool container's configuration (a Secret or ConfigMap) is missing"
+            }
+            Self::Unschedulable => "No node could run the task's pod before its start deadline",
+            Self::InputTooLarge => {
+                "The client's answers are too large to give to the tool container"
+            }
         }
+    }
+
+    /// Whether this failure leaves a Job that would keep retrying (pulling, scheduling,
+    /// creating pods) until its deadline: the operator then deletes it.
+    pub fn stops_job(self) -> bool {
+        matches!(
+            self,
+            Self::ImagePullFailed
+                | Self::PodRefused
+                | Self::ContainerConfigError
+                | Self::Unschedulable
+                | Self::InputTooLarge
+        )
     }
 }
 
@@ -113,12 +151,27 @@ pub enum Workload {
     },
 }
 
-const IMAGE_PULL_REASONS: [&str; 4] = [
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-];
+/// Pull failures no retry can cure: the task fails at once.
+const HOPELESS_PULL_REASONS: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"];
+/// Pull failures the kubelet retries (a registry may come back): they fail the task only
+/// after [`StartLimits::image_pull_grace`].
+const RETRIED_PULL_REASONS: [&str; 2] = ["ErrImagePull", "ImagePullBackOff"];
+/// A Secret or ConfigMap the container refers to is missing (or lacks the key).
+const CONFIG_ERROR_REASON: &str = "CreateContainerConfigError";
+
+/// How long a task's pod may fail to start in ways Kubernetes keeps retrying before the task
+/// fails (see the operator's `Config`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartLimits {
+    /// How long image pulls may keep failing, from when the kubelet took the pod.
+    pub image_pull_grace: SignedDuration,
+    /// How long a Secret or ConfigMap may be missing, from when the kubelet took the pod.
+    pub config_error_grace: SignedDuration,
+    /// How long the pod may stay unschedulable, from its creation.
+    pub unschedulable_after: SignedDuration,
+    /// How long the Job's pods may be refused, from the first refusal Event.
+    pub pod_refused_grace: SignedDuration,
+}
 const START_FAILURE_REASONS: [&str; 2] = ["StartError", "ContainerCannotRun"];
 
 /// Observes a task's workload from its Job (if any) and the pod the Job created (if any).
@@ -274,7 +327,7 @@ fn observe_pod(pod: &Pod) -> Workload {
     if let Some(w) = waiting
         && w.reason
             .as_deref()
-            .is_some_and(|r| IMAGE_PULL_REASONS.contains(&r))
+            .is_some_and(|r| HOPELESS_PULL_REASONS.contains(&r))
     {
         let detail = describe(w.reason.as_deref(), w.message.as_deref());
         return failed(FailureReason::ImagePullFailed, Some(detail));
@@ -295,6 +348,80 @@ fn observe_pod(pod: &Pod) -> Workload {
     Workload::Starting {
         detail: format!("Waiting for the tool container to start: {detail}"),
     }
+}
+
+/// Ends a task whose pod has waited too long to start, by [`StartLimits`]: `workload` as
+/// [`observe_workload`] saw it, and a failure instead if the pod has been unschedulable, pulling
+/// its image or missing its configuration for longer than allowed. Each clock starts from a
+/// time the API server keeps (the pod's creation or start time), so an operator restart does
+/// not restart it.
+pub fn start_deadline(
+    workload: Workload,
+    pod: Option<&Pod>,
+    limits: &StartLimits,
+    now: Timestamp,
+) -> Workload {
+    let (Workload::Starting { .. }, Some(pod)) = (&workload, pod) else {
+        return workload;
+    };
+    let status = pod.status.clone().unwrap_or_default();
+    let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let started = status.start_time.as_ref().map(|t| t.0).or(created);
+    let past = |since: Option<Timestamp>, limit: SignedDuration| {
+        since.is_some_and(|t| now.duration_since(t) >= limit)
+    };
+    let name = tool_container_name(pod);
+    let waiting = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|c| c.name == name)
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.waiting.as_ref());
+    if let Some(w) = waiting {
+        let reason = w.reason.as_deref().unwrap_or_default();
+        let detail = || Some(describe(w.reason.as_deref(), w.message.as_deref()));
+        let grace = |limit: SignedDuration| format!(" (for more than {}s)", limit.as_secs());
+        if RETRIED_PULL_REASONS.contains(&reason) && past(started, limits.image_pull_grace) {
+            let detail = detail().map(|d| d + &grace(limits.image_pull_grace));
+            return failed(FailureReason::ImagePullFailed, detail);
+        }
+        if reason == CONFIG_ERROR_REASON && past(started, limits.config_error_grace) {
+            let detail = detail().map(|d| d + &grace(limits.config_error_grace));
+            return failed(FailureReason::ContainerConfigError, detail);
+        }
+    }
+    let unschedulable = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .filter(|c| c.reason.as_deref() == Some("Unschedulable"));
+    if let Some(c) = unschedulable
+        && past(created, limits.unschedulable_after)
+    {
+        let detail = format!(
+            "{} (for more than {}s)",
+            describe(c.reason.as_deref(), c.message.as_deref()),
+            limits.unschedulable_after.as_secs()
+        );
+        return failed(FailureReason::Unschedulable, Some(detail));
+    }
+    workload
+}
+
+/// Whether the Job's pods have been refused for longer than the grace period: `refused_since`
+/// is the first time of the Job's `FailedCreate` Event (kept by the API server), if any.
+pub fn pods_refused(
+    workload: &Workload,
+    pod: Option<&Pod>,
+    refused_since: Option<Timestamp>,
+    limits: &StartLimits,
+    now: Timestamp,
+) -> bool {
+    matches!(workload, Workload::Starting { .. })
+        && pod.is_none()
+        && refused_since.is_some_and(|t| now.duration_since(t) >= limits.pod_refused_grace)
 }
 
 /// The message of a Job condition of `type_` with status True and, unless empty, `reason`.

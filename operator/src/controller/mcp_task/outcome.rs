@@ -30,6 +30,8 @@ pub struct Observation<'a> {
     pub cancel_requested_at: Option<Timestamp>,
     /// How long a running tool may take to stop after a cancel request.
     pub cancel_grace: SignedDuration,
+    /// When the tool container finished (its terminated state's `finishedAt`), if it has.
+    pub finished_at: Option<Timestamp>,
     /// Whether a Job was already recorded for the task (`status.jobName`): a missing Job was
     /// then deleted, and must not be created again.
     pub job_recorded: bool,
@@ -125,7 +127,8 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn just(outcome: Outcome) -> Self {
+    /// Just `outcome`: no action, nothing to recheck.
+    pub fn just(outcome: Outcome) -> Self {
         Self {
             outcome,
             action: None,
@@ -159,6 +162,15 @@ pub fn decide(obs: &Observation<'_>) -> Decision {
         return Decision::just(terminal_outcome(terminal, obs.progress));
     }
     if let Some(requested_at) = obs.cancel_requested_at {
+        // A tool that exited 0 before the cancel was requested had finished its work: the
+        // cancel came too late, and the output is its result. NB: `finishedAt` has whole
+        // seconds (rounded down), so "before" may be up to a second late; a tool cannot see
+        // a cancel that fast (the kubelet refreshes the cancel file after the pod patch).
+        if let (Workload::Exited { exit_code: 0 }, Some(finished)) = (obs.workload, obs.finished_at)
+            && finished < requested_at
+        {
+            return Decision::just(exited(0, obs.progress));
+        }
         return decide_cancel(obs, requested_at);
     }
     let outcome = match obs.workload {
@@ -171,12 +183,10 @@ pub fn decide(obs: &Observation<'_>) -> Decision {
         },
         Workload::Running => running(obs),
         Workload::Exited { exit_code } => exited(*exit_code, obs.progress),
-        // A pod stuck pulling its image would retry until the deadline: stop it.
-        Workload::Failed {
-            reason: FailureReason::ImagePullFailed,
-            detail,
-        } => {
-            let failed = Outcome::failure(FailureReason::ImagePullFailed, detail.clone());
+        // A pod stuck pulling its image (or scheduling, or being refused) would retry until
+        // the deadline: stop it.
+        Workload::Failed { reason, detail } if reason.stops_job() => {
+            let failed = Outcome::failure(*reason, detail.clone());
             return Decision::with(failed, Action::DeleteJob);
         }
         Workload::Failed { reason, detail } => Outcome::failure(*reason, detail.clone()),
@@ -195,7 +205,12 @@ fn decide_cancel(obs: &Observation<'_>, requested_at: Timestamp) -> Decision {
             Action::DeleteJob,
         ),
         Workload::Failed { .. } => Decision::with(cancelled("Cancelled"), Action::DeleteJob),
-        Workload::Exited { .. } => Decision::just(cancelled("Cancelled; the tool stopped")),
+        // The tool stopped by itself: its own last words say best how far it got.
+        Workload::Exited { .. } => Decision::just(cancelled(
+            obs.progress
+                .status_message()
+                .unwrap_or("Cancelled; the tool stopped"),
+        )),
         Workload::Running => {
             // Only calendar units can make this fail; a SignedDuration never does.
             let deadline = requested_at

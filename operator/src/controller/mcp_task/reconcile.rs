@@ -14,14 +14,14 @@ use mcp_task_operator_crds::mcp_tool::DEFAULT_CANCEL_GRACE_PERIOD_SECONDS;
 use rand::Rng;
 use tracing::instrument;
 
-use super::apply;
+use super::apply::{self, PodSync};
 use super::build::{BuildError, build_job};
 use super::follow::{FollowState, LogSource, lock};
 use super::nonce;
 use super::notify::notifier;
 use super::observe::{
-    FailureReason, Workload, foreign_job, observe_workload, select_pod, tool_container_finished,
-    tool_container_name, tool_container_started,
+    FailureReason, StartLimits, Workload, foreign_job, observe_workload, pods_refused, select_pod,
+    start_deadline, tool_container_finished, tool_container_name, tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
 use super::status::{StatusContext, next_status, transition_event, write_delay};
@@ -42,6 +42,9 @@ const STREAM_SETTLE: Duration = Duration::from_secs(2);
 /// How often a stopped container's incomplete log is read again (every [`STREAM_SETTLE`])
 /// before the outcome is decided from what was read: a minute for a kubelet to come back.
 const MAX_REREADS: u32 = 30;
+
+/// How often a task whose pod has not started is looked at again, for its start deadlines.
+const START_POLL: Duration = Duration::from_secs(2);
 
 /// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
 /// for a change.
@@ -129,18 +132,22 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 if tool.as_ref().is_some_and(|t| t.spec.message_nonce) {
                     nonce::add_to_job(&mut desired, &nonce::generate());
                 }
-                job = Some(apply::create_job(client, &namespace, &desired).await?);
-                ctx.publish(task, "JobCreated", format!("Created Job {name}"), false)
-                    .await;
+                match apply::create_job(client, &namespace, &desired).await? {
+                    apply::Created::Job(created) => {
+                        job = Some(*created);
+                        ctx.publish(task, "JobCreated", format!("Created Job {name}"), false)
+                            .await;
+                    }
+                    apply::Created::Refused(message) => {
+                        let failed = Outcome::failure(FailureReason::JobRefused, Some(message));
+                        let waits = until_expiry.into_iter().collect();
+                        return finish(task, ctx, &uid, &Decision::just(failed), None, waits).await;
+                    }
+                }
             }
             Err(failed) => {
-                let decision = Decision {
-                    outcome: failed,
-                    action: None,
-                    recheck_after: None,
-                };
                 let waits = until_expiry.into_iter().collect();
-                return finish(task, ctx, &uid, &decision, None, waits).await;
+                return finish(task, ctx, &uid, &Decision::just(failed), None, waits).await;
             }
         }
     }
@@ -161,9 +168,32 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     };
     let message_nonce = job.as_ref().and_then(nonce::of_job);
     let pod = select_pod(&pods);
-    let workload = observe_workload(job.as_ref(), pod);
-    if let Some(pod) = pod {
-        apply::sync_pod_annotations(client, task, pod).await?;
+    let limits = start_limits(&ctx.config);
+    let mut workload = start_deadline(observe_workload(job.as_ref(), pod), pod, &limits, now);
+    if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, &job)
+        && let Some((since, message)) = apply::pods_refused_since(client, &namespace, job).await?
+        && pods_refused(&workload, pod, Some(since), &limits, now)
+    {
+        workload = Workload::Failed {
+            reason: FailureReason::PodRefused,
+            detail: Some(message),
+        };
+    }
+    if let Some(pod) = pod
+        && let PodSync::AnswersTooLarge(detail) =
+            apply::sync_pod_annotations(client, task, pod).await?
+        && cancel_at.is_none()
+    {
+        // The cancel (if any) has reached the pod; answers that cannot would be retried for
+        // ever: the task fails, and its Job is stopped.
+        let decision = Decision {
+            outcome: Outcome::failure(FailureReason::InputTooLarge, Some(detail)),
+            action: Some(outcome::Action::DeleteJob),
+            recheck_after: None,
+        };
+        let job_name = job.as_ref().map(|j| j.name_any());
+        let waits = until_expiry.into_iter().collect();
+        return finish(task, ctx, &uid, &decision, job_name, waits).await;
     }
 
     // Follow the tool container's logs once it has started. A stream that ended while the
@@ -172,6 +202,10 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     // stopped container (the stream failed, or ended before the container did, say while the
     // kubelet was down), up to MAX_REREADS times: its outcome waits for the whole output.
     let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
+    // Nothing need change on the objects for a start grace period to end: look again.
+    if matches!(workload, Workload::Starting { .. }) {
+        waits.push(START_POLL);
+    }
     let stopped = matches!(workload, Workload::Exited { .. } | Workload::Failed { .. });
     let mut reread_pending = false;
     let follow_state = match pod.filter(|p| tool_container_started(p)) {
@@ -242,11 +276,25 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             cancel_requested_at: cancel_at,
             cancel_grace: SignedDuration::from_secs(grace_secs),
             job_recorded: job_recorded || job.is_some(),
+            finished_at: pod
+                .and_then(tool_container_finished)
+                .and_then(|t| Timestamp::try_from(t).ok()),
             now,
         })
     };
     let job_name = job.as_ref().map(|j| j.name_any());
     finish(task, ctx, &uid, &decision, job_name, waits).await
+}
+
+/// The start grace periods and deadline of `config`, for [`start_deadline`].
+fn start_limits(config: &crate::config::Config) -> StartLimits {
+    let signed = |d: Duration| SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    StartLimits {
+        image_pull_grace: signed(config.image_pull_grace),
+        config_error_grace: signed(config.config_error_grace),
+        unschedulable_after: signed(config.unschedulable_after),
+        pod_refused_grace: signed(config.pod_refused_grace),
+    }
 }
 
 /// Carries out the decided action, writes the decided status (coalesced), publishes the

@@ -57,14 +57,6 @@ fn pod_level_failures_name_their_reason() {
     let active = job("{active: 1}");
     let cases = [
         (
-            "{waiting: {reason: ErrImagePull, message: not found}}",
-            FailureReason::ImagePullFailed,
-        ),
-        (
-            "{waiting: {reason: ImagePullBackOff}}",
-            FailureReason::ImagePullFailed,
-        ),
-        (
             "{waiting: {reason: InvalidImageName}}",
             FailureReason::ImagePullFailed,
         ),
@@ -83,16 +75,159 @@ fn pod_level_failures_name_their_reason() {
     }
 }
 
+const LIMITS: StartLimits = StartLimits {
+    image_pull_grace: SignedDuration::from_secs(120),
+    config_error_grace: SignedDuration::from_secs(60),
+    unschedulable_after: SignedDuration::from_secs(300),
+    pod_refused_grace: SignedDuration::from_secs(30),
+};
+
+fn at(time: &str) -> Timestamp {
+    time.parse().unwrap()
+}
+
+/// A pending pod created and taken by the kubelet at 12:00:00, its tool container in `state`.
+fn pending(state: &str) -> Pod {
+    pod(&format!(
+        "status: {{phase: Pending, startTime: '2026-08-01T12:00:00Z', containerStatuses: \
+         [{{name: main, image: i, imageID: '', ready: false, restartCount: 0, state: {state}}}]}}"
+    ))
+}
+
+fn observed_at(p: &Pod, now: &str) -> Workload {
+    let active = job("{active: 1}");
+    start_deadline(
+        observe_workload(Some(&active), Some(p)),
+        Some(p),
+        &LIMITS,
+        at(now),
+    )
+}
+
 #[test]
-fn image_pull_failure_keeps_kubelets_message() {
-    let p = with_state("{waiting: {reason: ErrImagePull, message: 'manifest unknown'}}");
+fn image_pulls_that_a_retry_may_cure_fail_only_after_the_grace_period() {
+    for state in [
+        "{waiting: {reason: ErrImagePull, message: 'manifest unknown'}}",
+        "{waiting: {reason: ImagePullBackOff, message: 'manifest unknown'}}",
+    ] {
+        let p = pending(state);
+        let early = observed_at(&p, "2026-08-01T12:01:59Z");
+        assert!(
+            matches!(early, Workload::Starting { .. }),
+            "{state}: {early:?}"
+        );
+        let Workload::Starting { detail } = early else {
+            unreachable!()
+        };
+        assert!(detail.contains("manifest unknown"), "{detail}");
+        let late = observed_at(&p, "2026-08-01T12:02:00Z");
+        assert_eq!(
+            reason_of(late.clone()),
+            FailureReason::ImagePullFailed,
+            "{state}"
+        );
+        let Workload::Failed { detail, .. } = late else {
+            unreachable!()
+        };
+        assert!(
+            detail
+                .unwrap()
+                .ends_with("manifest unknown (for more than 120s)")
+        );
+    }
+}
+
+#[test]
+fn image_pulls_no_retry_can_cure_fail_at_once() {
+    for state in [
+        "{waiting: {reason: InvalidImageName}}",
+        "{waiting: {reason: ErrImageNeverPull}}",
+    ] {
+        let workload = observed_at(&pending(state), "2026-08-01T12:00:00Z");
+        assert_eq!(
+            reason_of(workload),
+            FailureReason::ImagePullFailed,
+            "{state}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_secret_fails_the_task_after_its_grace_period() {
+    let p = pending(
+        "{waiting: {reason: CreateContainerConfigError, message: 'secret \"s\" not found'}}",
+    );
+    let early = observed_at(&p, "2026-08-01T12:00:59Z");
+    assert!(matches!(early, Workload::Starting { .. }), "{early:?}");
+    let late = observed_at(&p, "2026-08-01T12:01:00Z");
     assert_eq!(
-        observe_workload(Some(&job("{}")), Some(&p)),
+        late,
         Workload::Failed {
-            reason: FailureReason::ImagePullFailed,
-            detail: Some("ErrImagePull: manifest unknown".into())
+            reason: FailureReason::ContainerConfigError,
+            detail: Some(
+                "CreateContainerConfigError: secret \"s\" not found (for more than 60s)".into()
+            ),
         }
     );
+}
+
+#[test]
+fn an_unschedulable_pod_fails_the_task_after_the_start_deadline() {
+    let p = pod(
+        "metadata: {name: t-x, creationTimestamp: '2026-08-01T12:00:00Z'}\n\
+         status: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', \
+         reason: Unschedulable, message: '0/1 nodes are available'}]}",
+    );
+    let early = observed_at(&p, "2026-08-01T12:04:59Z");
+    assert!(matches!(early, Workload::Starting { .. }), "{early:?}");
+    let late = observed_at(&p, "2026-08-01T12:05:00Z");
+    assert_eq!(reason_of(late), FailureReason::Unschedulable);
+    // A pod still scheduling for another reason (say a volume binding) is left alone.
+    let binding = pod(
+        "metadata: {name: t-x, creationTimestamp: '2026-08-01T12:00:00Z'}\n\
+         status: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', \
+         reason: SchedulerError}]}",
+    );
+    assert!(matches!(
+        observed_at(&binding, "2026-08-01T13:00:00Z"),
+        Workload::Starting { .. }
+    ));
+}
+
+#[test]
+fn refused_pods_fail_the_task_after_the_grace_period_from_the_first_refusal() {
+    let starting = observe_workload(Some(&job("{active: 0}")), None);
+    let since = Some(at("2026-08-01T12:00:00Z"));
+    assert!(!pods_refused(
+        &starting,
+        None,
+        since,
+        &LIMITS,
+        at("2026-08-01T12:00:29Z")
+    ));
+    assert!(pods_refused(
+        &starting,
+        None,
+        since,
+        &LIMITS,
+        at("2026-08-01T12:00:30Z")
+    ));
+    assert!(!pods_refused(
+        &starting,
+        None,
+        None,
+        &LIMITS,
+        at("2026-08-01T13:00:00Z")
+    ));
+    // Once a pod exists, it is what is watched.
+    let p = pending("{waiting: {reason: ContainerCreating}}");
+    assert!(!pods_refused(
+        &starting,
+        Some(&p),
+        since,
+        &LIMITS,
+        at("2026-08-01T13:00:00Z")
+    ));
 }
 
 #[test]

@@ -21,6 +21,7 @@ fn obs<'a>(workload: &'a Workload, progress: &'a Progress) -> Observation<'a> {
         cancel_requested_at: None,
         cancel_grace: SignedDuration::from_secs(30),
         job_recorded: true,
+        finished_at: None,
         now: NOW.parse().unwrap(),
     }
 }
@@ -323,6 +324,55 @@ fn tool_that_stops_after_cancel_is_cancelled_unless_it_finished_first() {
     }
     let d = cancel_decision(Workload::Exited { exit_code: 0 }, NOW, RESULT_LINE);
     assert_eq!(d.outcome.status(), TaskStatus::Completed);
+}
+
+fn exited_at(code: i32, finished: &str, requested: &str, stdout: &str) -> Decision {
+    let workload = Workload::Exited { exit_code: code };
+    let p = progress(stdout);
+    let mut o = obs(&workload, &p);
+    o.cancel_requested_at = Some(requested.parse().unwrap());
+    o.finished_at = Some(finished.parse().unwrap());
+    decide(&o)
+}
+
+#[test]
+fn a_tool_that_exited_0_before_the_cancel_time_completes_with_its_output() {
+    let d = exited_at(
+        0,
+        "2026-08-01T12:00:10Z",
+        "2026-08-01T12:00:10.5Z",
+        "all 64 SKUs\n",
+    );
+    assert_eq!(d.outcome.status(), TaskStatus::Completed);
+    let Outcome::Completed { result, .. } = d.outcome else {
+        unreachable!()
+    };
+    assert_eq!(result["content"][0]["text"], "all 64 SKUs");
+    assert_eq!(result["isError"], false);
+    // At or after the cancel time, or failing: the tool stopped on the cancel.
+    let same = exited_at(0, "2026-08-01T12:00:10Z", "2026-08-01T12:00:10Z", "x\n");
+    assert_eq!(same.outcome.status(), TaskStatus::Cancelled);
+    let failing = exited_at(1, "2026-08-01T12:00:09Z", "2026-08-01T12:00:10Z", "x\n");
+    assert_eq!(failing.outcome.status(), TaskStatus::Cancelled);
+}
+
+#[test]
+fn a_cancelled_tool_keeps_its_own_last_status_message() {
+    let words = "{\"mcp\":\"status\",\"message\":\"stopped after 2 of 64 SKUs\"}\n";
+    let d = cancel_decision(Workload::Exited { exit_code: 0 }, NOW, words);
+    assert_eq!(
+        d.outcome,
+        Outcome::Cancelled {
+            message: "stopped after 2 of 64 SKUs".into()
+        }
+    );
+    let silent = cancel_decision(Workload::Exited { exit_code: 0 }, NOW, "bye\n");
+    assert_eq!(
+        silent.outcome,
+        Outcome::Cancelled {
+            message: "Cancelled; the tool stopped".into()
+        }
+    );
 }
 
 #[test]
