@@ -7,6 +7,7 @@ mod calls;
 mod limits;
 mod listen;
 mod protocol;
+mod server_info;
 mod task_methods;
 
 use std::sync::Arc;
