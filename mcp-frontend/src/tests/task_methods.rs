@@ -286,3 +286,17 @@ async fn task_error_messages_are_exact_and_unknown_equals_foreign_byte_for_byte(
         }
     }
 }
+
+#[tokio::test]
+async fn a_task_with_a_160_bit_id_of_an_earlier_release_is_still_served() {
+    let (state, store) = test_state();
+    let legacy = "mzxw6ytbmzxw6ytbmzxw6ytbmzxw6ytb";
+    let stored = stored_task(&store, anonymous(), working());
+    let mut task = (*store.peek(&stored).unwrap()).clone();
+    task.metadata.name = Some(legacy.to_owned());
+    store.insert(task);
+    let (status, body) = get_task(&state, legacy).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["taskId"], legacy);
+    assert_eq!(body["result"]["status"], "working");
+}
