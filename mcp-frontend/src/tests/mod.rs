@@ -9,6 +9,7 @@ mod listen;
 mod protocol;
 mod server_info;
 mod task_methods;
+mod tool_errors;
 
 use std::sync::Arc;
 
