@@ -10,7 +10,8 @@
 //! - `input_required` lists only the requests not yet answered in `spec.inputResponses`; once
 //!   every request is answered the task is reported `working` (it is about to resume);
 //! - a completed task inlines its `CallToolResult` with `"resultType": "complete"`; a failed one
-//!   inlines its JSON-RPC `error`; other statuses inline nothing.
+//!   inlines its JSON-RPC `error` (a reserved code from the tool becomes -32603, see
+//!   [`tool_error`]); other statuses inline nothing.
 
 use std::collections::BTreeMap;
 
@@ -183,7 +184,7 @@ pub fn build_detailed_task(mcp_task: &McpTask) -> Result<DetailedTask, WireError
                     .ok_or_else(|| WireError::MissingError {
                         task_id: detailed.task.task_id.clone(),
                     })?;
-            detailed.error = Some(error);
+            detailed.error = Some(tool_error::wire_error(&error));
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
@@ -288,6 +289,8 @@ fn inline_result(result: &Map<String, Value>) -> Map<String, Value> {
 pub fn format_time(time: Timestamp) -> String {
     strtime::format("%Y-%m-%dT%H:%M:%SZ", time).unwrap_or_else(|_| time.to_string())
 }
+
+pub mod tool_error;
 
 #[cfg(test)]
 mod tests;

@@ -69,12 +69,15 @@ pub async fn call_tool(
     };
     let start_input_responses = match start_inputs(&entry, request.input_responses, context)? {
         StartInputs::NotNeeded => None,
-        StartInputs::Ask(result) => return Ok(CallToolResponse::InputRequired(result)),
+        StartInputs::Ask(mut result) => {
+            result.meta = Some(server_info_meta());
+            return Ok(CallToolResponse::InputRequired(result));
+        }
         StartInputs::Declined(key) => {
             let text = format!("The call was not started: input {key} was declined.");
-            return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                ContentBlock::text(text),
-            ])));
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+            result.meta = Some(server_info_meta());
+            return Ok(CallToolResponse::Complete(result));
         }
         StartInputs::Answered(answers) => {
             // The tool container receives them in one environment variable.

@@ -6,6 +6,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use mcp_task_operator_crds::wire::tool_error::wire_error;
 use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, JsonRpcError, RequestId};
 use serde_json::json;
 
@@ -258,11 +259,15 @@ impl Error {
                 self.to_string(),
                 Some(json!({ "limit": limit, "active": active })),
             ),
-            Self::ToolFailed(Some(error)) => ErrorData::new(
-                ErrorCode(i32::try_from(error.code).unwrap_or(-32603)),
-                error.message.clone(),
-                error.data.clone(),
-            ),
+            Self::ToolFailed(Some(error)) => {
+                // The same mapping as tasks/get: a reserved tool code becomes -32603.
+                let error = wire_error(error);
+                ErrorData::new(
+                    ErrorCode(i32::try_from(error.code).unwrap_or(-32603)),
+                    error.message,
+                    error.data,
+                )
+            }
             Self::ToolFailed(None) | Self::CallAbandoned => {
                 ErrorData::internal_error("Tool execution failed", None)
             }

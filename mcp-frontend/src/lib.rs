@@ -26,6 +26,7 @@
 //! [`app`] builds the router; [`handler`] is the rmcp `ServerHandler`; [`call`] and [`tasks`]
 //! do the work over the traits in [`store`] and [`tools`], so HTTP tests run without a cluster.
 
+pub mod ack;
 pub mod apihealth;
 pub mod auth;
 pub mod authz;

@@ -133,7 +133,10 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
     } else {
         let json = has_json_content_type(&parts.headers);
         let request = Request::from_parts(parts, Body::from(bytes.clone()));
-        let response = forward(route.rmcp, request).await;
+        let mut response = forward(route.rmcp, request).await;
+        if crate::ack::is_task_ack_method(method.as_deref()) {
+            response = crate::ack::with_server_info(response).await;
+        }
         // rmcp answers a JSON body it cannot read with 415 and a serde message (before it
         // dispatches anything); -32700/-32600 say what is wrong. Read only then, so a good
         // message is parsed once, by rmcp.

@@ -4,11 +4,12 @@
 //!
 //! It never hides a task that exists: the store drops an ID from here when its watch sees the
 //! task or this replica creates it, and only caches an ID after a direct read answered 404.
-//! Task IDs are 160 random bits, known to nobody before their create returns, so nobody but a
-//! guesser can ask for an ID before its task exists; a miss recorded for an ID is therefore
-//! never followed by a task of that ID on another replica (whose create the watch has not
-//! shown yet) except by a 2^-160 chance. The store also re-checks its cache after recording a
-//! miss, which closes the window between the read and the record.
+//! Task IDs are 192 random bits (160 in IDs of earlier releases), known to nobody before their
+//! create returns, so nobody but a guesser can ask for an ID before its task exists; a miss
+//! recorded for an ID is therefore never followed by a task of that ID on another replica
+//! (whose create the watch has not shown yet) except by a 2^-192 chance. The store also
+//! re-checks its cache after recording a miss, which closes the window between the read and
+//! the record.
 //!
 //! A mutex-guarded map rather than `moka`: one map with a TTL and a cap is a few dozen lines,
 //! while moka brings a concurrent cache with its own eviction machinery and dependencies.

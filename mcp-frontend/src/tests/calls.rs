@@ -116,7 +116,7 @@ async fn task_required_tool_refuses_non_declaring_callers_with_32021() {
 }
 
 /// Plays the operator: completes (or fails) the next task created in `store`.
-fn finish_next_task(store: Arc<MemoryStore>, outcome: Value) {
+pub(super) fn finish_next_task(store: Arc<MemoryStore>, outcome: Value) {
     let mut changes = store.subscribe();
     tokio::spawn(async move {
         let task = changes.recv().await.unwrap();

@@ -7,7 +7,9 @@ mod calls;
 mod limits;
 mod listen;
 mod protocol;
+mod server_info;
 mod task_methods;
+mod tool_errors;
 
 use std::sync::Arc;
 

@@ -153,7 +153,7 @@ async fn update_merges_only_outstanding_answers_and_get_drops_answered_keys() {
         "a": {"action": "accept", "content": {"ok": true}}, "unknown-key": {"ignored": true}}});
     let (status, ack) = call(&state, rpc("tasks/update", params)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(ack["result"]["resultType"], "complete");
     let stored = store.peek(&id).unwrap();
     let responses = stored.spec.input_responses.as_ref().unwrap();
     assert_eq!(responses.keys().collect::<Vec<_>>(), ["a"]);
@@ -180,7 +180,7 @@ async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
         )
         .await;
         assert_eq!(status, StatusCode::OK);
-        assert_eq!(ack["result"], json!({"resultType": "complete"}));
+        assert_eq!(ack["result"]["resultType"], "complete");
     }
     let annotations = store
         .peek(&id)
@@ -203,7 +203,7 @@ async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
         rpc("tasks/cancel", json!({"taskId": done, "_meta": meta(true)})),
     )
     .await;
-    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(ack["result"]["resultType"], "complete");
     assert!(!store.peek(&done).unwrap().is_cancel_requested());
 }
 
@@ -285,4 +285,18 @@ async fn task_error_messages_are_exact_and_unknown_equals_foreign_byte_for_byte(
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_task_with_a_160_bit_id_of_an_earlier_release_is_still_served() {
+    let (state, store) = test_state();
+    let legacy = "mzxw6ytbmzxw6ytbmzxw6ytbmzxw6ytb";
+    let stored = stored_task(&store, anonymous(), working());
+    let mut task = (*store.peek(&stored).unwrap()).clone();
+    task.metadata.name = Some(legacy.to_owned());
+    store.insert(task);
+    let (status, body) = get_task(&state, legacy).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["taskId"], legacy);
+    assert_eq!(body["result"]["status"], "working");
 }
