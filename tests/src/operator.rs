@@ -633,3 +633,44 @@ pub fn summarize(samples: &mut [Duration]) -> (f64, f64) {
     };
     (median, samples.last().copied().map(ms).unwrap_or_default())
 }
+
+/// Waits until the tool's Ready condition is for its current generation (the operator has
+/// validated what is stored now); returns (status, reason, message).
+pub async fn tool_ready(client: &Client, ns: &str, name: &str) -> (String, String, String) {
+    let tools: Api<McpTool> = Api::namespaced(client.clone(), ns);
+    let validated = |t: Option<&McpTool>| {
+        t.is_some_and(|t| {
+            t.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.observed_generation == t.metadata.generation)
+            })
+        })
+    };
+    let tool = crate::wait_for(&tools, name, validated, WAIT).await;
+    let c = tool
+        .status
+        .expect("status")
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    (c.status, c.reason, c.message)
+}
+
+/// Waits until the tool has an Event with `reason` (published after its status is written);
+/// returns its type and message.
+pub async fn tool_event(client: &Client, ns: &str, name: &str, reason: &str) -> (String, String) {
+    let started = Instant::now();
+    loop {
+        let events = events_for(client, ns, "McpTool", name).await;
+        if let Some(e) = events.iter().find(|e| e.reason == reason) {
+            return (e.type_.clone(), e.message.clone());
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "no {reason} Event on {name}: {events:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

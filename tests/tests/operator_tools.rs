@@ -4,48 +4,15 @@
 
 use std::time::Duration;
 
+use kube::Api;
 use kube::api::PostParams;
-use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
 use mcp_task_operator_tests::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, events_for, failure_reason,
-    shell_tool, tool, wait_terminal,
+    BUSYBOX_IMAGE, Operator, create_task, create_tool, failure_reason, shell_tool, tool,
+    tool_event, tool_ready, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::json;
-
-/// Waits until the tool's Ready condition has a status and returns (status, reason, message).
-async fn ready(client: &Client, ns: &str, name: &str) -> (String, String, String) {
-    let tools: Api<McpTool> = Api::namespaced(client.clone(), ns);
-    let has_ready = |t: Option<&McpTool>| {
-        t.and_then(|t| t.status.as_ref())
-            .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready"))
-    };
-    let tool = wait_for(&tools, name, has_ready, WAIT).await;
-    let status = tool.status.expect("status");
-    let c = status
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready");
-    (c.status, c.reason, c.message)
-}
-
-/// Waits until the tool has an Event with `reason`; returns its type and message.
-async fn tool_event(client: &Client, ns: &str, name: &str, reason: &str) -> (String, String) {
-    let started = std::time::Instant::now();
-    loop {
-        let events = events_for(client, ns, "McpTool", name).await;
-        if let Some(e) = events.iter().find(|e| e.reason == reason) {
-            return (e.type_.clone(), e.message.clone());
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "no {reason} Event on {name}: {events:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 #[tokio::test]
 async fn tools_are_validated_and_report_ready_with_a_reason() {
@@ -55,7 +22,7 @@ async fn tools_are_validated_and_report_ready_with_a_reason() {
 
         let valid = shell_tool("valid", "echo ok", json!({"name": "valid_tool"}));
         create_tool(&client, &ns, &valid).await;
-        let (status, reason, message) = ready(&client, &ns, "valid").await;
+        let (status, reason, message) = tool_ready(&client, &ns, "valid").await;
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("True", "Valid"),
@@ -79,7 +46,7 @@ async fn tools_are_validated_and_report_ready_with_a_reason() {
             json!({"inputSchema": {"type": "object", "properties": {"n": {"type": "nonsense"}}}}),
         );
         create_tool(&client, &ns, &bad_schema).await;
-        let (status, reason, message) = ready(&client, &ns, "bad-schema").await;
+        let (status, reason, message) = tool_ready(&client, &ns, "bad-schema").await;
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("False", "InvalidSchema")
@@ -97,14 +64,14 @@ async fn tools_are_validated_and_report_ready_with_a_reason() {
         tokio::time::sleep(Duration::from_millis(1100)).await;
         let duplicate = shell_tool("duplicate", "echo ok", json!({"name": "valid_tool"}));
         create_tool(&client, &ns, &duplicate).await;
-        let (status, reason, message) = ready(&client, &ns, "duplicate").await;
+        let (status, reason, message) = tool_ready(&client, &ns, "duplicate").await;
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("False", "DuplicateName")
         );
         assert!(message.contains("\"valid\""), "{message}");
         assert_eq!(
-            ready(&client, &ns, "valid").await.0,
+            tool_ready(&client, &ns, "valid").await.0,
             "True",
             "the older one keeps it"
         );

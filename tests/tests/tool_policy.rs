@@ -2,14 +2,12 @@
 //! operator's power (its ServiceAccount, privileged, hostPath, hostNetwork) are not Ready; the
 //! allow switches let the same templates through; a task of such a tool fails and no Job exists.
 
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
 use mcp_task_operator_tests::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, events_for, failure_reason,
-    shell_tool, status_message, tool, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, shell_tool,
+    status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -63,30 +61,6 @@ fn offending_tools() -> Vec<(McpTool, &'static str)> {
     ]
 }
 
-/// Waits until the tool's Ready condition is for its current generation; returns (status,
-/// reason, message).
-async fn ready(client: &Client, ns: &str, name: &str) -> (String, String, String) {
-    let tools: Api<McpTool> = Api::namespaced(client.clone(), ns);
-    let validated = |t: Option<&McpTool>| {
-        t.is_some_and(|t| {
-            t.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.observed_generation == t.metadata.generation)
-            })
-        })
-    };
-    let tool = wait_for(&tools, name, validated, WAIT).await;
-    let c = tool
-        .status
-        .expect("status")
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready");
-    (c.status, c.reason, c.message)
-}
-
 /// Waits until the tool's Ready condition has `status`; returns its reason and message.
 async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) -> String {
     let tools: Api<McpTool> = Api::namespaced(client.clone(), ns);
@@ -103,23 +77,6 @@ async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) 
     let c = status.conditions.iter().find(|c| c.type_ == "Ready");
     c.map(|c| format!("{}: {}", c.reason, c.message))
         .unwrap_or_default()
-}
-
-/// Waits until the tool has an Event with `reason` (published after its status is written);
-/// returns its type and message.
-async fn tool_event(client: &Client, ns: &str, name: &str, reason: &str) -> (String, String) {
-    let started = Instant::now();
-    loop {
-        let events = events_for(client, ns, "McpTool", name).await;
-        if let Some(e) = events.iter().find(|e| e.reason == reason) {
-            return (e.type_.clone(), e.message.clone());
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "no {reason} Event on {name}: {events:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test]
@@ -141,7 +98,7 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
         for (tool, _) in &offending {
             create_tool(&client, &ns, tool).await;
         }
-        let (status, reason, message) = ready(&client, &ns, "plain").await;
+        let (status, reason, message) = tool_ready(&client, &ns, "plain").await;
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("True", "Valid"),
@@ -159,7 +116,7 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
         );
         for (tool, path) in &offending {
             let name = tool.metadata.name.clone().expect("name");
-            let (status, reason, message) = ready(&client, &ns, &name).await;
+            let (status, reason, message) = tool_ready(&client, &ns, &name).await;
             assert_eq!(
                 (status.as_str(), reason.as_str()),
                 ("False", REFUSED),
@@ -201,7 +158,7 @@ async fn the_allow_switches_let_the_same_templates_through_but_never_the_service
             create_tool(&client, &ns, &tool).await;
         }
         for name in ["privileged", "host-path", "host-network"] {
-            let (status, reason, message) = ready(&client, &ns, name).await;
+            let (status, reason, message) = tool_ready(&client, &ns, name).await;
             assert_eq!(
                 (status.as_str(), reason.as_str()),
                 ("True", "Valid"),
@@ -209,7 +166,7 @@ async fn the_allow_switches_let_the_same_templates_through_but_never_the_service
             );
         }
         for name in ["operator-sa", "frontend-sa"] {
-            let (status, reason, message) = ready(&client, &ns, name).await;
+            let (status, reason, message) = tool_ready(&client, &ns, name).await;
             assert_eq!(
                 (status.as_str(), reason.as_str()),
                 ("False", REFUSED),
@@ -235,7 +192,7 @@ async fn a_task_of_a_tool_the_policy_refuses_fails_and_gets_no_job() {
         loose.wait_leading().await;
         let (privileged, path) = offending_tools().swap_remove(2);
         create_tool(&client, &ns, &privileged).await;
-        assert_eq!(ready(&client, &ns, "privileged").await.0, "True");
+        assert_eq!(tool_ready(&client, &ns, "privileged").await.0, "True");
         loose.kill().await;
         drop(loose);
 
