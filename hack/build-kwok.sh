@@ -4,11 +4,16 @@
 # (~/.cache/mcp-task-operator/kwok-<version>-<patch hash>/kwok). A binary already there is never
 # rebuilt; a changed patch builds into a new directory. Nothing here is committed.
 #
-# Why patched: kwok serves a fake container's log file, but its stand-in for the container
-# runtime always answers "unavailable", so a follow stream (`kubectl logs -f`, and the operator's
-# log follower) never ends. follow-logs.patch ends it, as a kubelet does, once the pod cache says
-# the container terminated or the pod is gone. The source still comes from the module proxy
-# (checked against go.sum's checksum database as usual); only the patch is ours.
+# Why patched (hack/kwok/kwok.patch, against v0.7.0):
+# - logs: kwok serves a fake container's log file all at once, and its stand-in for the container
+#   runtime always answers "unavailable", so a follow stream (`kubectl logs -f`, the operator's
+#   log follower) never ends. The patch treats the file as a script (each line printed at its
+#   time after the container started, never after it exited) and ends a follow stream, as a
+#   kubelet does, once the pod cache says the container terminated or the pod is gone.
+# - lost nodes: a node that leaves kwok's label selector could be taken back by a stage or Lease
+#   sync that was under way, so its heartbeats went on; the patch drops such work.
+# The source still comes from the module proxy (checked against the checksum database as
+# usual); only the patch is ours.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"

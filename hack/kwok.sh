@@ -166,10 +166,10 @@ ensure_process() {
   ensure_cert
   render_config "$K/kwok.yaml.new"
   if pid=$(running_pid); then
-    if cmp -s "$K/kwok.yaml.new" "$K/kwok.yaml"; then
+    if cmp -s "$K/kwok.yaml.new" "$K/kwok.yaml" && [ "$(readlink "/proc/$pid/exe")" = "$KWOK_BIN" ]; then
       rm -f "$K/kwok.yaml.new"
     else
-      echo "kwok's config changed: restarting it"
+      echo "kwok's config or binary changed: restarting it"
       stop_process
       mv "$K/kwok.yaml.new" "$K/kwok.yaml"
       start_process
