@@ -1,7 +1,8 @@
-//! Fake nodes (KWOK) on the local cluster: a Job on a fake node completes with no container run,
-//! its log (a script, `hack/kwok/logs/`) streams through the API server and ends when the fake
-//! container exits, a pod on a lost fake node is evicted, and the operator's whole path runs on
-//! fake nodes. Every test starts kwok itself (`hack/kwok.sh start`, idempotent).
+//! Fake nodes (KWOK) on the local cluster: a Job on a fake node completes with no container
+//! run; a pod that does not tolerate their taint never lands there; a fake pod's log (a script,
+//! `hack/kwok/logs/`) streams through the API server and ends when the fake container exits; a
+//! pod on a lost fake node is evicted; and the operator's whole path runs on fake nodes. Every
+//! test starts kwok itself (`hack/kwok.sh start`, idempotent).
 
 use std::time::{Duration, Instant};
 
@@ -122,6 +123,42 @@ async fn a_job_on_a_fake_node_completes_without_a_container() {
             "the pod ran on {node:?}, not on a fake node"
         );
         assert_eq!(exit_code(&pod), Some(0));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pod_that_does_not_tolerate_the_taint_never_lands_on_a_fake_node() {
+    ensure_fake_nodes().await;
+    with_temp_ns("kwok-taint", |client, ns| async move {
+        // It selects the fake nodes but lacks the toleration: the scheduler must refuse it.
+        let pod: Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "intolerant"},
+            "spec": {"restartPolicy": "Never", "nodeSelector": {"type": SHARED_TYPE},
+                     "containers": [{"name": "tool", "image": NO_SUCH_IMAGE}]},
+        }))
+        .expect("a Pod");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod");
+        let unschedulable = |p: Option<&Pod>| {
+            p.and_then(|p| p.status.as_ref())
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c.type_ == "PodScheduled"
+                            && c.reason.as_deref() == Some("Unschedulable")
+                            && c.message
+                                .as_deref()
+                                .is_some_and(|m| m.contains("untolerated taint"))
+                    })
+                })
+        };
+        let refused = wait_for(&pods, "intolerant", unschedulable, WAIT).await;
+        let node = refused.spec.as_ref().and_then(|s| s.node_name.clone());
+        assert_eq!(node, None, "bound to {node:?}");
     })
     .await;
 }
