@@ -246,7 +246,7 @@ async fn a_pod_on_a_lost_fake_node_is_evicted_and_goes_when_the_node_returns() {
                 .is_some_and(|t| t.iter().any(|t| t.key == "node.kubernetes.io/unreachable"))
         };
         // Measured on this cluster: tainted ~52 s after the loss (node-monitor-grace-period
-        // 50 s), the pod terminating ~55 s after.
+        // 50 s), the pod terminating 53-71 s after (docs/local-cluster.md).
         let limit = Duration::from_secs(120);
         wait_for(&nodes, &node.name, unreachable, limit).await;
         let terminating =
