@@ -57,6 +57,18 @@ fuzz-smoke: ## cargo-fuzz: a short bounded run of each target (25 s), as make te
 k8s-bins: ## build (or reuse) the Kubernetes, etcd and helm binaries
 	hack/build-k8s.sh
 
+.PHONY: kwok-bin
+kwok-bin: ## build (or reuse) the KWOK controller for fake nodes
+	hack/build-kwok.sh
+
+.PHONY: kwok-up
+kwok-up: ## fake nodes on the running local cluster: make kwok-up NODES=50 (default 2)
+	hack/kwok.sh start $(or $(NODES),2)
+
+.PHONY: kwok-down
+kwok-down: ## delete the fake nodes and stop kwok
+	hack/kwok.sh stop
+
 .PHONY: cluster-up
 cluster-up: ## start the local single-node cluster (KUBECONFIG=.state/kubeconfig)
 	hack/cluster-up.sh
@@ -81,6 +93,7 @@ images: ## build the example tool images (imported when the cluster runs)
 integration: ## integration and end-to-end tests against the running local cluster
 	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
+	hack/kwok.sh start
 	MTO_CLIENTS=$$(hack/clients.sh) \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \

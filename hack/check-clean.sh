@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Fails, saying what is left, unless the local cluster left nothing behind: no state dir, no
-# process bound to it, no mounts or network namespaces under it, no pod cgroups, no bridge, no
-# FORWARD rules of ours, no kube-proxy chains.
+# process bound to it (kwok, the fake nodes' kubelet, included; also anything still listening on
+# kwok's port), no mounts or network namespaces under it, no pod cgroups, no bridge, no FORWARD
+# rules of ours, no kube-proxy chains.
 set -uo pipefail
 . "$(dirname "$0")/versions.sh"
 D=$MTO_STATE
 left=()
 [ -e "$D" ] && left+=("state dir $D")
+# kwok serves its fake kubelet on loopback; a process still listening there is one left behind.
+KWOK_PORT=${KWOK_PORT:-10247}
+ss -Hltnp "sport = :$KWOK_PORT" 2>/dev/null | grep -q . && left+=("a listener on port $KWOK_PORT (kwok?)")
 for p in /proc/[0-9]*; do
   cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
   case "$cmd" in

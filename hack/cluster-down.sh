@@ -21,7 +21,8 @@ kill_pidfile() {
   fi
   rm -f "$f"
 }
-for c in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+# kwok (fake nodes, hack/kwok.sh) first: it talks to the API server.
+for c in kwok kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
   kill_pidfile "$c"
 done
 

@@ -3,9 +3,14 @@
 # without opting out of a failing default; see docs/local-cluster.md.
 K8S_VERSION=${K8S_VERSION:-1.34.4}
 HELM_VERSION=${HELM_VERSION:-v3.19.5}
+# KWOK (fake nodes for scale and node-loss tests): v0.7 is built against client-go 0.33, within
+# the supported skew of Kubernetes 1.34; v0.8 is built against 0.36. See docs/local-cluster.md.
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 MTO_CACHE=${MTO_CACHE:-$HOME/.cache/mcp-task-operator}
 MTO_BIN=${MTO_BIN:-$MTO_CACHE/k8s-v$K8S_VERSION}
 REPO_ROOT=${REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# The kwok binary, keyed by the patch it is built with (hack/build-kwok.sh says why it is patched).
+KWOK_BIN=${KWOK_BIN:-$MTO_CACHE/kwok-$KWOK_VERSION-$(cat "$REPO_ROOT"/hack/kwok/*.patch | sha256sum | cut -c1-12)/kwok}
 # Everything a running cluster owns lives under MTO_STATE; `make cluster-down` removes it.
 MTO_STATE=${MTO_STATE:-$REPO_ROOT/.state}
 # Addresses: the control plane binds loopback and the bridge; pods live on the bridge only.

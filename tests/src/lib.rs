@@ -218,6 +218,7 @@ pub mod conformance;
 pub mod faults;
 pub mod fixture_tools;
 pub mod frontend;
+pub mod kwok;
 pub mod mcp_client;
 pub mod operator;
 pub mod stack;
