@@ -69,6 +69,14 @@ kwok-up: ## fake nodes on the running local cluster: make kwok-up NODES=50 (defa
 kwok-down: ## delete the fake nodes and stop kwok
 	hack/kwok.sh stop
 
+# Not in `make test` yet: a cold kwok build adds about 10 min to a fresh machine's run.
+.PHONY: kwok-test
+kwok-test: ## fake-node tests on the running local cluster (starts kwok with 2 nodes)
+	hack/kwok.sh start
+	cargo build --locked --bin mcp-task-operator
+	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked --test kwok -- --ignored
+
 .PHONY: cluster-up
 cluster-up: ## start the local single-node cluster (KUBECONFIG=.state/kubeconfig)
 	hack/cluster-up.sh
@@ -93,7 +101,6 @@ images: ## build the example tool images (imported when the cluster runs)
 integration: ## integration and end-to-end tests against the running local cluster
 	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
-	hack/kwok.sh start
 	MTO_CLIENTS=$$(hack/clients.sh) \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \

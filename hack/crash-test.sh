@@ -12,8 +12,9 @@ KC=$MTO_STATE/kubeconfig
 kubectl --kubeconfig "$KC" run crash-probe --image=localhost/busybox:1.35 --image-pull-policy=Never \
   --restart=Never --command -- sleep 3600 >/dev/null
 kubectl --kubeconfig "$KC" wait --for=condition=Ready pod/crash-probe --timeout=120s >/dev/null
-# Fake nodes too: kwok is recorded with the components and must be cleaned up like them.
-"$HACK/kwok.sh" start 1
+# Fake nodes too, when kwok is built (`make kwok-bin`): recorded with the components, it must
+# be cleaned up like them.
+[ ! -x "$KWOK_BIN" ] || "$HACK/kwok.sh" start 1
 for f in "$MTO_STATE"/pids/*.pid; do kill -KILL "$(cat "$f")" 2>/dev/null || true; done
 echo "killed every component with SIGKILL"
 "$HACK/cluster-down.sh"

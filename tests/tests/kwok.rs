@@ -101,6 +101,7 @@ fn exit_code(pod: &Pod) -> Option<i32> {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_job_on_a_fake_node_completes_without_a_container() {
     ensure_fake_nodes().await;
     with_temp_ns("kwok-job", |client, ns| async move {
@@ -128,6 +129,7 @@ async fn a_job_on_a_fake_node_completes_without_a_container() {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_pod_that_does_not_tolerate_the_taint_never_lands_on_a_fake_node() {
     ensure_fake_nodes().await;
     with_temp_ns("kwok-taint", |client, ns| async move {
@@ -164,6 +166,7 @@ async fn a_pod_that_does_not_tolerate_the_taint_never_lands_on_a_fake_node() {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_fake_pod_log_streams_its_script_and_ends_when_the_container_exits() {
     ensure_fake_nodes().await;
     with_temp_ns("kwok-log", |client, ns| async move {
@@ -187,6 +190,7 @@ async fn a_fake_pod_log_streams_its_script_and_ends_when_the_container_exits() {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_line_due_after_the_fake_container_exits_is_never_printed() {
     ensure_fake_nodes().await;
     with_temp_ns("kwok-cut", |client, ns| async move {
@@ -208,6 +212,7 @@ async fn a_line_due_after_the_fake_container_exits_is_never_printed() {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_pod_on_a_lost_fake_node_is_evicted_and_goes_when_the_node_returns() {
     with_temp_ns("kwok-lost", |client, ns| async move {
         let node = FakeNode::add(&format!("kwok-{ns}")).await;
@@ -276,6 +281,7 @@ async fn a_pod_on_a_lost_fake_node_is_evicted_and_goes_when_the_node_returns() {
 }
 
 #[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
     ensure_fake_nodes().await;
     with_temp_ns("kwok-task", |client, ns| async move {
