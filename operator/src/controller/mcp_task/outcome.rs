@@ -164,10 +164,14 @@ pub fn decide(obs: &Observation<'_>) -> Decision {
     if let Some(requested_at) = obs.cancel_requested_at {
         // A tool that exited 0 before the cancel was requested had finished its work: the
         // cancel came too late, and the output is its result. NB: `finishedAt` has whole
-        // seconds (rounded down), so "before" may be up to a second late; a tool cannot see
-        // a cancel that fast (the kubelet refreshes the cancel file after the pod patch).
+        // seconds (rounded down), so the exit lies somewhere in [finished, finished + 1 s):
+        // only when that whole second is before the request is the exit surely first. Within
+        // it, the tool may well have seen the cancel (the kubelet refreshes the cancel file
+        // in well under a second here) and stopped on it, so the cancel wins.
         if let (Workload::Exited { exit_code: 0 }, Some(finished)) = (obs.workload, obs.finished_at)
-            && finished < requested_at
+            && finished
+                .checked_add(SignedDuration::from_secs(1))
+                .is_ok_and(|second_end| second_end <= requested_at)
         {
             return Decision::just(exited(0, obs.progress));
         }

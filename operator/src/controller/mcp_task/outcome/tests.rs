@@ -340,7 +340,7 @@ fn a_tool_that_exited_0_before_the_cancel_time_completes_with_its_output() {
     let d = exited_at(
         0,
         "2026-08-01T12:00:10Z",
-        "2026-08-01T12:00:10.5Z",
+        "2026-08-01T12:00:11Z",
         "all 64 SKUs\n",
     );
     assert_eq!(d.outcome.status(), TaskStatus::Completed);
@@ -352,6 +352,10 @@ fn a_tool_that_exited_0_before_the_cancel_time_completes_with_its_output() {
     // At or after the cancel time, or failing: the tool stopped on the cancel.
     let same = exited_at(0, "2026-08-01T12:00:10Z", "2026-08-01T12:00:10Z", "x\n");
     assert_eq!(same.outcome.status(), TaskStatus::Cancelled);
+    // In the cancel's own second (finishedAt is rounded down to whole seconds) the exit may
+    // have followed the cancel: a tool that stopped 0.5 s after it must end cancelled.
+    let within = exited_at(0, "2026-08-01T12:00:10Z", "2026-08-01T12:00:10.45Z", "x\n");
+    assert_eq!(within.outcome.status(), TaskStatus::Cancelled);
     let failing = exited_at(1, "2026-08-01T12:00:09Z", "2026-08-01T12:00:10Z", "x\n");
     assert_eq!(failing.outcome.status(), TaskStatus::Cancelled);
 }
