@@ -148,13 +148,13 @@ async fn listen_bounds_task_ids_before_lookups_and_reads_each_unknown_id_once() 
     with_temp_ns("fe-limits", |client, ns| async move {
         let (frontend, mcp) = start(&client, &ns, &[]).await;
         let headers = [("mcp-method", "subscriptions/listen".to_owned())];
-        // As many as fit in the 1 MiB body limit.
-        let many: Vec<String> = (0..25_000).map(|_| task_id::generate()).collect();
+        // As many as fit in the 1 MiB body limit (39-character IDs, 42 bytes each as JSON).
+        let many: Vec<String> = (0..20_000).map(|_| task_id::generate()).collect();
         let reply = mcp.send(&headers, &listen_body(&many)).await;
         assert_eq!(reply.error_code(), Some(-32602), "{}", reply.body);
         assert_eq!(
             reply.error_message(),
-            "notifications.taskIds names 25000 tasks; at most 100 per listen"
+            "notifications.taskIds names 20000 tasks; at most 100 per listen"
         );
         let started = Instant::now();
         for _ in 0..REFUSALS {
