@@ -127,6 +127,8 @@ struct Fault {
 struct Suite {
     client: Client,
     ns: String,
+    /// The caller's bearer token (the chart's default auth), for requests past `traffic`.
+    token: String,
     traffic: Traffic,
     recorder: TaskRecorder,
     jobs: JobRecorder,
@@ -175,6 +177,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
             recorder: TaskRecorder::start(&client, &ns).await,
             jobs: JobRecorder::start(&client, &ns),
             traffic,
+            token,
             client,
             ns,
             scale,
@@ -641,7 +644,7 @@ impl Suite {
         }
         let unready = injected.elapsed();
         // Straight to the cut-off replica, past the Service.
-        let direct = Mcp::new(&format!("http://{pod_ip}:8080/mcp"));
+        let direct = Mcp::new(&format!("http://{pod_ip}:8080/mcp")).with_token(&self.token);
         let mut answers = Vec::new();
         for (method, params) in [
             ("tasks/get", json!({"taskId": wave[0].id})),
