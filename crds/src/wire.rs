@@ -1,6 +1,7 @@
 //! The pure mapping from an `McpTask` to the JSON of the MCP Tasks extension (2026-07-28): the
 //! `Task` handle, the `CreateTaskResult` of `tools/call`, the `tasks/get` result and the
-//! `notifications/tasks` params. See `protocol/mcp-2026-07-28-tasks.md`, Part B.
+//! `notifications/tasks` params. See `docs/DESIGN.md` and the Tasks extension
+//! (https://modelcontextprotocol.github.io/ext-tasks/specification/2026-07-28/tasks.html).
 //!
 //! Rules applied here, so that no caller has to remember them:
 //! - the handle is flat; `ttlMs` is always present (`null` = unlimited), `pollIntervalMs` only

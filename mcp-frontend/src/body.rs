@@ -2,7 +2,7 @@
 //! is one JSON-RPC message at all, before rmcp reads it.
 //!
 //! rmcp answers a body it cannot read with HTTP 415 and a plain-text serde error, as if the
-//! content type were wrong; the protocol reference (§A10) asks for HTTP 400 with `-32700` (not
+//! content type were wrong; the specification asks for (`docs/DESIGN.md#http-status`) HTTP 400 with `-32700` (not
 //! JSON) or `-32600` (JSON, but not a JSON-RPC message). Pure, so `fuzz/` drives it directly.
 
 use std::borrow::Cow;

@@ -1,8 +1,8 @@
 //! Errors of the front end and their JSON-RPC form.
 //!
 //! Every handler failure is an [`Error`]; [`Error::to_error_data`] turns it into the JSON-RPC
-//! error object rmcp sends, and [`http_status`] gives the HTTP status the protocol reference
-//! asks for (used by the routes rmcp does not serve, such as `subscriptions/listen`).
+//! error object rmcp sends, and [`http_status`] gives the HTTP status the specification
+//! asks for (`docs/DESIGN.md#http-status`) (used by the routes rmcp does not serve, such as `subscriptions/listen`).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -17,12 +17,12 @@ use crate::store::StoreError;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Message of the -32602 answer for unknown, foreign and purged tasks (one text for all, so
-/// that existence does not leak). DESIGN decision 2 fixes the wording; the spec's examples
+/// that existence does not leak). `docs/DESIGN.md#expired-task` fixes the wording; the spec's examples
 /// prefix it with "Failed to retrieve task: ", which would be wrong for `tasks/cancel` and
 /// `tasks/update`, so the message is the bare reason on every task method.
 pub const TASK_NOT_FOUND: &str = "Task not found";
-/// Message of the -32602 answer for an expired task, shown to its owner only (DESIGN
-/// decision 2).
+/// Message of the -32602 answer for an expired task, shown to its owner only
+/// (`docs/DESIGN.md#expired-task`).
 pub const TASK_EXPIRED: &str = "Task has expired";
 
 /// Message of the -32603 answer when this replica cannot reach the Kubernetes API server (a
@@ -319,7 +319,7 @@ impl std::fmt::Display for ErrorChain<'_> {
     }
 }
 
-/// HTTP status of a JSON-RPC error response, per the protocol reference (§A10): 400 for
+/// HTTP status of a JSON-RPC error response, per `docs/DESIGN.md#http-status`: 400 for
 /// -32020/-32021/-32022 and for a -32602 about missing `_meta`, 404 for -32601, else 200.
 pub fn http_status(code: ErrorCode, meta_malformed: bool) -> StatusCode {
     match code {

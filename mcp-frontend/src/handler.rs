@@ -32,8 +32,8 @@ use crate::{call, tasks};
 pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
 
 /// Versions a legacy client may negotiate through `initialize` (synchronous calls, no tasks).
-/// They are not per-request versions, so neither discover nor -32022 names them (protocol
-/// reference A6/A7: 2025-era versions are negotiated through `initialize`).
+/// They are not per-request versions, so neither discover nor -32022 names them (`docs/DESIGN.md#versions`:
+/// 2025-era versions are negotiated through `initialize`).
 pub const LEGACY_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2025_11_25];
 
 const INSTRUCTIONS: &str = "Tools run as Kubernetes Jobs. Long calls return a task handle \

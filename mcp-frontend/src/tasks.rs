@@ -98,7 +98,7 @@ pub async fn cancel_task(state: &AppState, caller: &Caller, id: &str) -> Result<
     Ok(())
 }
 
-/// Structural check of one answer (§B7): an object; for an elicitation, an `action` of
+/// Structural check of one answer (`docs/DESIGN.md#answers`): an object; for an elicitation, an `action` of
 /// `accept`, `decline` or `cancel`, and `content`, when present, an object. Extra fields pass.
 pub fn check_input_response(key: &str, request: &Value, response: &Value) -> Result<()> {
     let invalid = |reason: &str| Error::InvalidInputResponse {

@@ -21,7 +21,7 @@ pub fn create_task_result(stored: &McpTask) -> Result<CreateTaskResult> {
 }
 
 /// The full task state, as `tasks/get` and `notifications/tasks` show it. Input requests of a
-/// kind the creating `tools/call` did not declare are left out (MRTR rule, Part C item 26).
+/// kind the creating `tools/call` did not declare are left out (`docs/DESIGN.md#undeclared-kinds`).
 pub fn detailed_task(stored: &McpTask) -> Result<DetailedTask> {
     let mut detailed = build_detailed_task(stored)?;
     if let Some(requests) = detailed.input_requests.as_mut() {

@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 use tokio::process::Command;
 
-/// The suite's tasks scenarios (protocol reference B18).
+/// The suite's tasks scenarios (`docs/DESIGN.md#conformance-fixtures`).
 pub const SCENARIOS: [&str; 10] = [
     "tasks-lifecycle",
     "tasks-capability-negotiation",

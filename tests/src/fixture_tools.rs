@@ -1,4 +1,4 @@
-//! The conformance suite's fixture tools (protocol reference B18) without the operator: their
+//! The conformance suite's fixture tools (`docs/DESIGN.md#conformance-fixtures`) without the operator: their
 //! `McpTool`s (`examples/conformance/`) applied and marked Ready, and the script the stand-in
 //! status writer plays for them, as `examples/conformance/conformance-tools.sh` behaves under
 //! the real operator.
@@ -118,7 +118,7 @@ fn answer<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
     task.spec.input_responses.as_ref()?.get(key)
 }
 
-/// The conformance suite's fixture tools (B18), as `examples/conformance/conformance-tools.sh`
+/// The conformance suite's fixture tools, as `examples/conformance/conformance-tools.sh`
 /// behaves under the operator; any other tool stays `working` until cancelled.
 pub fn fixture_script() -> Script {
     std::sync::Arc::new(|task, elapsed| {

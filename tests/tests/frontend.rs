@@ -231,7 +231,7 @@ async fn expired_task_answers_task_has_expired_to_its_owner() {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         };
         assert_eq!(expired.error_code(), Some(-32602));
-        // DESIGN decision 2: exactly "Task has expired", to the owner only.
+        // docs/DESIGN.md#expired-task: exactly "Task has expired", to the owner only.
         assert!(
             expired.error_message().ends_with("Task has expired"),
             "{}",

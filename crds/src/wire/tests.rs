@@ -1,5 +1,5 @@
 //! Wire mapping tests: each McpTask fixture under `tests/fixtures/wire/` against the JSON the
-//! protocol reference (Part B) prescribes for it.
+//! Tasks extension prescribes for it (`docs/DESIGN.md`).
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,6 @@
 //! Validation of a `subscriptions/listen` request: the header, `_meta`, version and
-//! capability rules rmcp applies to every other method, in the reference's order.
+//! capability rules rmcp applies to every other method, in the order of
+//! `docs/DESIGN.md#http-status`.
 
 use axum::http::request::Parts;
 use bytes::Bytes;
@@ -29,8 +30,9 @@ pub fn validate(parts: &Parts, body: &Bytes) -> Result<Listen, JsonRpcErrorRespo
     validate_within(parts, body, crate::bounds::LISTEN_TASK_IDS_CEILING)
 }
 
-/// Header, `_meta`, version and capability checks, in the order of the reference's ladder,
-/// and at most `max_task_ids` task IDs (checked here, so before any of them is looked up).
+/// Header, `_meta`, version and capability checks, in the order of
+/// `docs/DESIGN.md#http-status`, and at most `max_task_ids` task IDs (checked here, so before
+/// any of them is looked up).
 pub fn validate_within(
     parts: &Parts,
     body: &Bytes,

@@ -221,7 +221,7 @@ async fn polling_faster_than_the_configured_rate_gets_retry_after() {
     assert!(body["error"]["data"]["retryAfterMs"].as_u64().unwrap() > 0);
 }
 
-/// DESIGN decision 2, byte for byte: the owner of an expired task reads exactly "Task has
+/// `docs/DESIGN.md#expired-task`, byte for byte: the owner of an expired task reads exactly "Task has
 /// expired"; everyone else, and everyone asking for an unknown task, exactly "Task not found",
 /// in answers that differ in nothing else.
 #[tokio::test]

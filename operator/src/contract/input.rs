@@ -1,6 +1,6 @@
 //! Structural validation of the input requests a tool asks its client.
 //!
-//! The shapes are MRTR's (protocol reference §A13): `elicitation/create` in form or url mode,
+//! The shapes are MRTR's (`docs/DESIGN.md#input-shapes`): `elicitation/create` in form or url mode,
 //! `sampling/createMessage` and `roots/list`. Only the structure a client needs to render the
 //! request is checked; unknown extra fields are tolerated for forward compatibility.
 

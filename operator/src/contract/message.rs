@@ -298,7 +298,7 @@ fn parse_result(mut obj: Map<String, Value>) -> Result<Message, MalformedReason>
     }
     match result.get("resultType") {
         None => {
-            // Decision 7: the inlined result always carries resultType "complete".
+            // `docs/DESIGN.md#result-type`: the inlined result always carries resultType "complete".
             result.insert("resultType".into(), Value::from("complete"));
         }
         Some(Value::String(t)) if t == "complete" => {}
