@@ -1,4 +1,4 @@
-//! Fault injection on the local cluster, for `tests/tests/chaos.rs` (and the memory samples of
+//! Fault injection on the local cluster, for `tests/tests/chaos/` (and the memory samples of
 //! `tests/tests/load.rs`): host PIDs of our containers (through the kubelet's cgroups),
 //! stopping and starting cluster components with `hack/cluster-ctl.sh` under guards that start
 //! them again whatever happens, cutting one pod off the API server with iptables in its network

@@ -1,4 +1,4 @@
-//! Client traffic for the fault suite (`tests/tests/chaos.rs`) and the load run
+//! Client traffic for the fault suite (`tests/tests/chaos/`) and the load run
 //! (`tests/tests/load.rs`): MCP requests through the front end Service that retry whatever fails
 //! and record every attempt (latency per method, each failure and whether a retry cured it),
 //! and `subscriptions/listen` streams that reopen whenever they end.
