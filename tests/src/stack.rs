@@ -46,6 +46,11 @@ pub async fn apply_examples(client: &Client, ns: &str, paths: &[&str]) {
     for path in paths {
         apply_example_tools(client, ns, path).await;
     }
+    wait_tools_ready(ns);
+}
+
+/// Waits (up to two minutes) until the operator calls every McpTool of `ns` Ready.
+pub fn wait_tools_ready(ns: &str) {
     kubectl_ok(&[
         "wait",
         "-n",

@@ -30,7 +30,7 @@ use mcp_task_operator_tests::fixture_tools::{
     CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
 };
 use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install};
+use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install, wait_tools_ready};
 use mcp_task_operator_tests::token_relay::TokenRelay;
 use mcp_task_operator_tests::{ensure_crds, kubectl, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
@@ -140,15 +140,7 @@ async fn chart_serves_conformance_clients_and_restock_report_with_real_jobs() {
         }
         kubectl_ok(&apply);
         // Ready is the real operator's verdict on each tool.
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            &ns,
-            "--for=condition=Ready",
-            "mcptool",
-            "--all",
-            "--timeout=120s",
-        ]);
+        wait_tools_ready(&ns);
 
         let url = format!("http://{NODE_IP}:{port}/mcp");
         let mcp = Mcp::new(&url).with_token(&token);

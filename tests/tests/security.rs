@@ -19,7 +19,7 @@ use mcp_task_operator_tests::operator::{
     Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
     result_is_error, result_text, shell_tool, wait_status, wait_terminal,
 };
-use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url};
+use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url, wait_tools_ready};
 use mcp_task_operator_tests::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 
@@ -257,14 +257,7 @@ async fn tool_pods_get_an_api_token_only_when_their_tool_asks_for_one() {
         ] {
             create_tool(&client, &ns, &shell_tool(name, &script, spec)).await;
         }
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            &ns,
-            "--for=condition=Ready",
-            "mcptool",
-            "--all",
-        ]);
+        wait_tools_ready(&ns);
 
         for (tool, wants_token) in [
             ("plain", false),
@@ -458,14 +451,7 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
             &shell_tool("unrestricted", "echo hi", json!({})),
         )
         .await;
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            &ns,
-            "--for=condition=Ready",
-            "mcptool",
-            "--all",
-        ]);
+        wait_tools_ready(&ns);
         let task = create_task(&client, &ns, "unrestricted", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
         let done = wait_terminal(&client, &ns, &id).await;

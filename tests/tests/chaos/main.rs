@@ -28,9 +28,11 @@ use mcp_task_operator_tests::faults::{
 };
 use mcp_task_operator_tests::mcp_client::{Mcp, framed};
 use mcp_task_operator_tests::operator::{TaskRecorder, ensure_example_images};
-use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install, output_text};
+use mcp_task_operator_tests::stack::{
+    NODE_IP, Release, TWO_REPLICAS, apply_examples, install, output_text,
+};
 use mcp_task_operator_tests::traffic::{Record, Traffic, wait_for_tools};
-use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
+use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::{JoinHandle, block_in_place};
 
@@ -150,20 +152,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
         let token = caller_token(&client, &ns, RELEASE, "chaos-client").await;
-        let tools = chart_dir().join("../../examples/conformance/mcptools.yaml");
-        let tools = tools.to_str().expect("UTF-8 path");
-        block_in_place(|| {
-            kubectl_ok(&["apply", "-n", &ns, "-f", tools]);
-            kubectl_ok(&[
-                "wait",
-                "-n",
-                &ns,
-                "--for=condition=Ready",
-                "mcptool",
-                "--all",
-                "--timeout=120s",
-            ]);
-        });
+        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
         let url = format!("http://{NODE_IP}:{port}/mcp");
         let traffic = Traffic::new(&url, Record::default()).with_token(&token);
         wait_for_tools(

@@ -252,8 +252,7 @@ pub async fn delete_job(client: &Client, namespace: &str, name: &str) -> Result<
 
 /// The task as the API server has it now (not the controller's cache), if it still exists.
 ///
-/// NB: a list by name rather than a get, so that the RBAC the operator already needs (list,
-/// watch) suffices; a list without a resourceVersion is a consistent read.
+/// A get without a resourceVersion is a quorum read, so it sees the operator's own last write.
 pub async fn get_task(client: &Client, namespace: &str, name: &str) -> Result<Option<McpTask>> {
     let tasks: Api<McpTask> = Api::namespaced(client.clone(), namespace);
     tasks
