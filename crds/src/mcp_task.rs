@@ -187,6 +187,10 @@ pub struct McpTaskStatus {
     pub job_name: Option<String>,
 
     /// Conditions of the task, for kubectl and tooling; MCP clients see only `status`.
+    /// `Succeeded` is Unknown while the task runs (reason Working or InputRequired), True when
+    /// it completed (Completed), False when it failed (the failure's reason, such as
+    /// DeadlineExceeded, or ToolFailed), was cancelled (Cancelled) or its tool reported an
+    /// error (ToolError): `kubectl wait --for=condition=Succeeded mcptask/<id>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,

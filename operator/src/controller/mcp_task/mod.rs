@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod build;
+pub mod condition;
 pub mod follow;
 pub mod nonce;
 pub mod notify;

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::{McpTaskStatus, TaskStatus};
 
+use super::condition::with_succeeded;
 use super::outcome::Outcome;
 
 /// The status fields that do not come from the outcome.
@@ -42,7 +43,7 @@ pub fn next_status(
         expires_at: ctx.expires_at.map(Time),
         job_name: ctx.job_name.clone(),
         observed_generation: ctx.generation,
-        conditions: current.map(|c| c.conditions.clone()).unwrap_or_default(),
+        conditions: with_succeeded(current, outcome, ctx.generation, ctx.now),
         ..McpTaskStatus::default()
     };
     match outcome {

@@ -1,0 +1,59 @@
+//! The `Succeeded` condition with the real operator and real Jobs: `kubectl wait` on an
+//! `McpTask` returns when the task completes (`Succeeded=True`) or fails
+//! (`Succeeded=False`), as it does for a Tekton TaskRun.
+
+use kube::Api;
+use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_tests::operator::{
+    Operator, apply_example_tools, create_task, ensure_example_images,
+};
+use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
+use serde_json::json;
+use tokio::task::block_in_place;
+
+/// `kubectl wait -n ns --for=<condition> mcptask/<name>` with a two-minute timeout.
+fn wait_for(ns: &str, condition: &str, name: &str) -> std::process::Output {
+    let target = format!("mcptask/{name}");
+    let condition = format!("--for=condition={condition}");
+    block_in_place(|| kubectl(&["wait", "-n", ns, &condition, "--timeout=120s", &target]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_wait_for_succeeded_returns_when_a_task_ends() {
+    with_temp_ns("op-conditions", |client, ns| async move {
+        ensure_crds(&client).await;
+        ensure_example_images();
+        let _operator = Operator::start_leader(&ns).await;
+        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        let args = json!({"seconds": 3, "label": "wait"});
+        let done = create_task(&client, &ns, "slow_compute", args).await;
+        let failing = create_task(&client, &ns, "protocol_error_job", json!({})).await;
+        let done = done.metadata.name.expect("name");
+        let failing = failing.metadata.name.expect("name");
+
+        let waited = wait_for(&ns, "Succeeded", &done);
+        assert!(waited.status.success(), "{waited:?}");
+        let waited = wait_for(&ns, "Succeeded=false", &failing);
+        assert!(waited.status.success(), "{waited:?}");
+
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        for (name, status, reason) in [
+            (&done, "True", "Completed"),
+            (&failing, "False", "ToolFailed"),
+        ] {
+            let task = tasks.get(name).await.expect("task");
+            let task_status = task.status.expect("status");
+            let conditions = &task_status.conditions;
+            assert_eq!(conditions.len(), 1, "{conditions:?}");
+            let succeeded = &conditions[0];
+            assert_eq!(succeeded.type_, "Succeeded");
+            assert_eq!(
+                (succeeded.status.as_str(), succeeded.reason.as_str()),
+                (status, reason)
+            );
+            assert_eq!(succeeded.observed_generation, task.metadata.generation);
+            assert_eq!(Some(succeeded.message.clone()), task_status.status_message);
+        }
+    })
+    .await;
+}
