@@ -101,8 +101,9 @@ images: ## build the example tool images (imported when the cluster runs)
 integration: ## integration and end-to-end tests against the running local cluster
 	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
-	cargo build --locked -p kubectl-mcp
-	MTO_CLIENTS=$$(hack/clients.sh) \
+	cargo build --locked -p kubectl-mcp -p mcp-bridge
+	MTO_CLIENTS=$$(hack/clients.sh) MTO_SERVERS=$$(hack/mcp-servers.sh) \
+	MTO_BRIDGE_BIN=$(CARGO_TARGET_DIR)/debug/mcp-bridge \
 	MTO_CLI_BIN=$(CARGO_TARGET_DIR)/debug/kubectl-mcp \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \

@@ -1,0 +1,121 @@
+//! `mcp-bridge`: runs a stdio MCP server inside a tool pod and turns one call of one of its
+//! tools into the tool container contract (`docs/tool-contract.md`), so that any existing MCP
+//! server image runs as durable task tools.
+//!
+//! ```text
+//! mcp-bridge [--list] [--] COMMAND [ARG...]
+//! ```
+//!
+//! Without `--list` it calls the tool `MCP_BRIDGE_TOOL` (default `MCP_TOOL_NAME`) with
+//! `MCP_TOOL_ARGUMENTS`; with `--list` it prints the server's tools as a result, for
+//! discovery. The server's exit code does not matter: the printed result or error decides.
+//!
+//! | env | default | what |
+//! |---|---|---|
+//! | `MCP_BRIDGE_TOOL` | `MCP_TOOL_NAME` | the tool's name on the server |
+//! | `MCP_TOOL_ARGUMENTS` | `{}` | the call's arguments, a JSON object |
+//! | `MCP_BRIDGE_DIR` | `/var/run/mcp` | the task's contract files |
+//! | `MCP_BRIDGE_INITIALIZE_SECONDS` | 60 | for the server to answer `initialize` (and each `tools/list`) |
+//! | `MCP_BRIDGE_CANCEL_GRACE_SECONDS` | 10 | for the server to stop after `notifications/cancelled` |
+
+mod contract;
+mod server;
+mod session;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::contract::{Contract, DEFAULT_DIR};
+use crate::server::Server;
+use crate::session::{Ended, Limits};
+
+/// How long a server that answered may take to exit once its stdin is closed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Largest value accepted for the time settings.
+const MAX_SECONDS: u64 = 86_400;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let list = args.first().is_some_and(|a| a == "--list");
+    if list {
+        args.remove(0);
+    }
+    if args.first().is_some_and(|a| a == "--") {
+        args.remove(0);
+    }
+    let dir = PathBuf::from(std::env::var("MCP_BRIDGE_DIR").unwrap_or_else(|_| DEFAULT_DIR.into()));
+    let contract = Contract::new(&dir);
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("usage: mcp-bridge [--list] [--] COMMAND [ARG...]");
+        return ExitCode::from(2);
+    };
+    let limits = match limits() {
+        Ok(limits) => limits,
+        Err(why) => {
+            contract.error(-32603, &format!("mcp-bridge is misconfigured: {why}"), None);
+            return ExitCode::SUCCESS;
+        }
+    };
+    let mut server = match Server::start(command, rest) {
+        Ok(server) => server,
+        Err(e) => {
+            let message = format!("The MCP server command `{command}` could not be started: {e}");
+            contract.error(-32603, &message, None);
+            return ExitCode::SUCCESS;
+        }
+    };
+    let ended = if list {
+        session::list(&mut server, &contract, limits).await
+    } else {
+        let tool = std::env::var("MCP_BRIDGE_TOOL")
+            .or_else(|_| std::env::var("MCP_TOOL_NAME"))
+            .unwrap_or_default();
+        let arguments = match arguments() {
+            Ok(arguments) => arguments,
+            Err(why) => {
+                contract.error(-32602, &why, None);
+                server.stop(Duration::ZERO).await;
+                return ExitCode::SUCCESS;
+            }
+        };
+        session::call(&mut server, &contract, &tool, arguments, limits).await
+    };
+    let grace = if ended == Ended::Cancelled {
+        Duration::ZERO
+    } else {
+        EXIT_GRACE
+    };
+    server.stop(grace).await;
+    ExitCode::SUCCESS
+}
+
+fn arguments() -> Result<Value, String> {
+    let text = std::env::var("MCP_TOOL_ARGUMENTS").unwrap_or_else(|_| "{}".into());
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        _ => Err("MCP_TOOL_ARGUMENTS is not a JSON object".into()),
+    }
+}
+
+fn limits() -> Result<Limits, String> {
+    Ok(Limits {
+        initialize: seconds("MCP_BRIDGE_INITIALIZE_SECONDS", 60)?,
+        cancel_grace: seconds("MCP_BRIDGE_CANCEL_GRACE_SECONDS", 10)?,
+    })
+}
+
+fn seconds(name: &str, default: u64) -> Result<Duration, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(Duration::from_secs(default)),
+        Ok(text) => match text.parse::<u64>() {
+            Ok(n) if (1..=MAX_SECONDS).contains(&n) => Ok(Duration::from_secs(n)),
+            _ => Err(format!(
+                "{name} must be a whole number of seconds from 1 to {MAX_SECONDS}, got {text:?}"
+            )),
+        },
+    }
+}

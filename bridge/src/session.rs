@@ -1,0 +1,371 @@
+//! One MCP session with the server: `initialize`, then either one `tools/call` mapped onto
+//! the tool container contract, or `tools/list` for discovery.
+//!
+//! Mapping (MCP 2025-11-25, the revision stdio servers speak:
+//! https://modelcontextprotocol.io/specification/2025-11-25):
+//! - `notifications/progress` for the call → a status line;
+//! - `notifications/message` → a log line;
+//! - `elicitation/create` from the server → an input request; the client's answer, once it is
+//!   in the answers file, → the server's result;
+//! - `sampling/createMessage`, `roots/list` → refused with -32601: the bridge declares
+//!   neither capability, so a server may not send them;
+//! - the call's result → the result; its JSON-RPC error → the error;
+//! - a cancel request → `notifications/cancelled`, then the grace period, then the server is
+//!   stopped (and no result is printed: the task ends `cancelled`);
+//! - a server that exits or stays silent → an error with the last lines of its stderr.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::time::{Instant, interval};
+
+use crate::contract::{Contract, progress_message};
+use crate::server::{FromServer, Server};
+
+/// The revision the bridge asks for; a server may answer with an older one it speaks.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// JSON-RPC "internal error".
+const INTERNAL_ERROR: i64 = -32603;
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+/// How often the cancel and answers files are read.
+const TICK: Duration = Duration::from_millis(500);
+/// Most tools/list pages read in discovery.
+const MAX_PAGES: usize = 100;
+/// Most input requests one call may open (the contract allows 64 per task).
+const MAX_ELICITATIONS: usize = 64;
+
+const INITIALIZE_ID: i64 = 1;
+const CALL_ID: i64 = 2;
+const FIRST_LIST_ID: i64 = 3;
+
+/// Time limits of a session.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// For the server to answer `initialize`.
+    pub initialize: Duration,
+    /// For the server to stop after a cancel.
+    pub cancel_grace: Duration,
+}
+
+/// How a session ended, already reported through the contract.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// A result or an error was printed.
+    Answered,
+    /// Cancelled: nothing printed.
+    Cancelled,
+}
+
+/// Calls `tool` with `arguments` and reports through `contract`.
+pub async fn call(
+    server: &mut Server,
+    contract: &Contract,
+    tool: &str,
+    arguments: Value,
+    limits: Limits,
+) -> Ended {
+    let mut session = Session::new(server, contract);
+    let Some(init) = session.initialize(limits).await else {
+        return session.ended();
+    };
+    contract.log(&format!(
+        "server {} speaks MCP {}",
+        init["serverInfo"]["name"].as_str().unwrap_or("(unnamed)"),
+        init["protocolVersion"].as_str().unwrap_or("?")
+    ));
+    let params = json!({"name": tool, "arguments": arguments, "_meta": {"progressToken": CALL_ID}});
+    if !session.server.request(CALL_ID, "tools/call", params).await {
+        session.server_gone("tools/call").await;
+        return session.ended();
+    }
+    let mut cancelled_at: Option<Instant> = None;
+    let mut tick = interval(TICK);
+    loop {
+        tokio::select! {
+            got = session.server.messages.recv() => match got {
+                Some(FromServer::Message(message)) if message["id"] == json!(CALL_ID) && message.get("method").is_none() => {
+                    if cancelled_at.is_some() {
+                        return Ended::Cancelled;
+                    }
+                    session.answered(&message);
+                    return Ended::Answered;
+                }
+                Some(FromServer::Message(message)) => session.incoming(message).await,
+                Some(FromServer::Garbage(line)) => contract.log(&format!("not a JSON-RPC message from the server: {line}")),
+                Some(FromServer::Closed) | None => {
+                    if cancelled_at.is_some() {
+                        return Ended::Cancelled;
+                    }
+                    session.server_gone("tools/call").await;
+                    return Ended::Answered;
+                }
+            },
+            _ = tick.tick() => {
+                if cancelled_at.is_none() && contract.cancel_requested() {
+                    let params = json!({"requestId": CALL_ID, "reason": "The client cancelled the task"});
+                    session.server.notify("notifications/cancelled", params).await;
+                    contract.log("cancel requested: sent notifications/cancelled to the server");
+                    cancelled_at = Some(Instant::now());
+                }
+                if cancelled_at.is_some_and(|at| at.elapsed() >= limits.cancel_grace) {
+                    contract.log("the server did not stop within the cancel grace period");
+                    return Ended::Cancelled;
+                }
+                session.deliver_answers().await;
+            }
+        }
+    }
+}
+
+/// Lists the server's tools (every page) and prints them as the result's
+/// `structuredContent`: `{protocolVersion, serverInfo, tools}`.
+pub async fn list(server: &mut Server, contract: &Contract, limits: Limits) -> Ended {
+    let mut session = Session::new(server, contract);
+    let Some(init) = session.initialize(limits).await else {
+        return session.ended();
+    };
+    let mut tools: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page in 0..MAX_PAGES {
+        let id = FIRST_LIST_ID + page as i64;
+        let params = cursor
+            .as_ref()
+            .map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        if !session.server.request(id, "tools/list", params).await {
+            session.server_gone("tools/list").await;
+            return Ended::Answered;
+        }
+        let Some(listed) = session.response(id, limits.initialize, "tools/list").await else {
+            return Ended::Answered;
+        };
+        tools.extend(listed["tools"].as_array().cloned().unwrap_or_default());
+        cursor = listed["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let text = format!("{} tools", tools.len());
+    contract.result(json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {
+            "protocolVersion": init["protocolVersion"],
+            "serverInfo": init["serverInfo"],
+            "tools": tools,
+        },
+    }));
+    Ended::Answered
+}
+
+struct Session<'a> {
+    server: &'a mut Server,
+    contract: &'a Contract,
+    /// Open elicitations: contract key → the server's request id.
+    pending: BTreeMap<String, Value>,
+    /// Elicitations opened so far (keys stay unique for the task's life).
+    opened: usize,
+    answered: bool,
+}
+
+impl<'a> Session<'a> {
+    fn new(server: &'a mut Server, contract: &'a Contract) -> Self {
+        Self {
+            server,
+            contract,
+            pending: BTreeMap::new(),
+            opened: 0,
+            answered: false,
+        }
+    }
+
+    fn ended(&self) -> Ended {
+        if self.answered {
+            Ended::Answered
+        } else {
+            Ended::Cancelled
+        }
+    }
+
+    /// `initialize` and `notifications/initialized`; the server's answer, or `None` after
+    /// reporting why there is none.
+    async fn initialize(&mut self, limits: Limits) -> Option<Value> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "mcp-bridge", "version": env!("CARGO_PKG_VERSION")},
+        });
+        if !self
+            .server
+            .request(INITIALIZE_ID, "initialize", params)
+            .await
+        {
+            self.server_gone("initialize").await;
+            return None;
+        }
+        let init = self
+            .response(INITIALIZE_ID, limits.initialize, "initialize")
+            .await?;
+        self.server
+            .notify("notifications/initialized", json!({}))
+            .await;
+        Some(init)
+    }
+
+    /// Waits up to `limit` for the answer to request `id`, handling what else comes; the
+    /// result, or `None` after reporting the error, the silence or the exit.
+    async fn response(&mut self, id: i64, limit: Duration, method: &str) -> Option<Value> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let got = tokio::time::timeout_at(deadline, self.server.messages.recv()).await;
+            match got {
+                Err(_) => {
+                    let message = format!(
+                        "The MCP server did not answer {method} within {} s",
+                        limit.as_secs()
+                    );
+                    self.fail(&message);
+                    return None;
+                }
+                Ok(Some(FromServer::Message(message)))
+                    if message["id"] == json!(id) && message.get("method").is_none() =>
+                {
+                    if message.get("error").is_some() {
+                        self.answered(&message);
+                        return None;
+                    }
+                    return Some(message["result"].clone());
+                }
+                Ok(Some(FromServer::Message(message))) => self.incoming(message).await,
+                Ok(Some(FromServer::Garbage(line))) => self
+                    .contract
+                    .log(&format!("not a JSON-RPC message from the server: {line}")),
+                Ok(Some(FromServer::Closed) | None) => {
+                    self.server_gone(method).await;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// A request or notification from the server.
+    async fn incoming(&mut self, message: Value) {
+        let Some(method) = message["method"].as_str() else {
+            return; // a response to nothing we asked
+        };
+        let id = message.get("id").cloned();
+        let params = &message["params"];
+        match (method, id) {
+            ("notifications/progress", None) => self.contract.status(&progress_message(params)),
+            ("notifications/message", None) => {
+                let data = match &params["data"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let logger = params["logger"]
+                    .as_str()
+                    .map(|l| format!("{l}: "))
+                    .unwrap_or_default();
+                let level = params["level"].as_str().unwrap_or("info");
+                self.contract.log(&format!("[{level}] {logger}{data}"));
+            }
+            (_, None) => {}
+            ("ping", Some(id)) => {
+                self.server.answer(&id, json!({})).await;
+            }
+            ("elicitation/create", Some(id)) => self.elicit(id, params.clone()).await,
+            (other, Some(id)) => {
+                let why =
+                    format!("Method not found: {other} (the mcp-bridge client does not offer it)");
+                self.server.refuse(&id, METHOD_NOT_FOUND, &why).await;
+            }
+        }
+    }
+
+    /// Passes the server's elicitation on as an input request of the task.
+    async fn elicit(&mut self, id: Value, params: Value) {
+        if self.opened >= MAX_ELICITATIONS {
+            let why = format!("at most {MAX_ELICITATIONS} elicitations per call");
+            self.server.refuse(&id, INTERNAL_ERROR, &why).await;
+            return;
+        }
+        // The contract passes URL elicitations on only with an https URL.
+        if params["mode"] == "url"
+            && !params["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("https://"))
+        {
+            self.server.answer(&id, json!({"action": "decline"})).await;
+            self.contract
+                .log("declined a URL elicitation without an https URL");
+            return;
+        }
+        self.opened += 1;
+        let key = format!("elicitation-{}", self.opened);
+        let mut request = Map::new();
+        request.insert(
+            key.clone(),
+            json!({"method": "elicitation/create", "params": params}),
+        );
+        self.contract.input(request);
+        self.pending.insert(key, id);
+    }
+
+    /// Sends the server every answer that arrived for an open elicitation.
+    async fn deliver_answers(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let answers = self.contract.answers();
+        let ready: Vec<String> = self
+            .pending
+            .keys()
+            .filter(|k| answers.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in ready {
+            if let Some(id) = self.pending.remove(&key) {
+                self.server.answer(&id, answers[&key].clone()).await;
+            }
+        }
+    }
+
+    /// Reports the server's answer to the call: its result, or its error.
+    fn answered(&mut self, message: &Value) {
+        self.answered = true;
+        match message.get("error") {
+            Some(error) => self.contract.error(
+                error["code"].as_i64().unwrap_or(INTERNAL_ERROR),
+                error["message"]
+                    .as_str()
+                    .unwrap_or("The MCP server answered an error"),
+                error.get("data").cloned(),
+            ),
+            None => self.contract.result(message["result"].clone()),
+        }
+    }
+
+    /// The server stopped reading or writing before it answered `method`.
+    async fn server_gone(&mut self, method: &str) {
+        // Its stderr may still be draining; give it a moment.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let status = self.server.exited().map_or_else(
+            || "closed its output".to_owned(),
+            |s| format!("exited ({s})"),
+        );
+        self.fail(&format!(
+            "The MCP server {status} before answering {method}"
+        ));
+    }
+
+    fn fail(&mut self, message: &str) {
+        self.answered = true;
+        let tail = self.server.stderr_tail();
+        let data = (!tail.is_empty()).then(|| json!({"stderr": tail}));
+        let shown = match tail.last() {
+            Some(last) => format!("{message}; its last stderr line: {last}"),
+            None => message.to_owned(),
+        };
+        self.contract.error(INTERNAL_ERROR, &shown, data);
+    }
+}

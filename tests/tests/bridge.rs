@@ -1,0 +1,299 @@
+//! The bridge (`bridge/`, `mcp-bridge`) between real MCP servers nobody here wrote and the
+//! tool container contract: the reference "everything" server (npm) and mcp-server-time
+//! (PyPI), installed by `hack/mcp-servers.sh`, each run by the bridge exactly as in a tool pod,
+//! with the task's files in a directory of the test's own.
+//!
+//! `MTO_BRIDGE_BIN` and `MTO_SERVERS` come from `make integration`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+/// Longest the test waits for one line of the bridge.
+const LINE_WAIT: Duration = Duration::from_secs(60);
+
+fn servers() -> PathBuf {
+    PathBuf::from(
+        std::env::var("MTO_SERVERS")
+            .expect("MTO_SERVERS is not set: run the integration tests through `make test`"),
+    )
+}
+
+/// A bridge running one call, and the task's files it reads.
+struct Bridge {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    dir: PathBuf,
+}
+
+impl Bridge {
+    /// Runs `mcp-bridge [extra...] -- command` with `env`, in a fresh task directory.
+    fn start(command: &[&str], extra: &[&str], env: &[(&str, &str)], nonce: Option<&str>) -> Self {
+        let dir = std::env::temp_dir().join(format!("mto-bridge-{}", rand_suffix()));
+        std::fs::create_dir_all(&dir).expect("task dir");
+        if let Some(nonce) = nonce {
+            std::fs::write(dir.join("message-nonce"), nonce).expect("nonce file");
+        }
+        let bin = std::env::var("MTO_BRIDGE_BIN")
+            .expect("MTO_BRIDGE_BIN is not set: run the integration tests through `make test`");
+        let mut child = Command::new(bin)
+            .args(extra)
+            .arg("--")
+            .args(command)
+            .env("MCP_BRIDGE_DIR", &dir)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the bridge starts");
+        let stdout = child.stdout.take().expect("stdout");
+        Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+            dir,
+        }
+    }
+
+    /// The next line, or `None` at the end of the output.
+    async fn line(&mut self) -> Option<String> {
+        tokio::time::timeout(LINE_WAIT, self.lines.next_line())
+            .await
+            .expect("a line within a minute")
+            .expect("readable output")
+    }
+
+    /// The next contract message (`{"mcp":...}`), skipping log lines; `None` at the end.
+    async fn message(&mut self) -> Option<Value> {
+        while let Some(line) = self.line().await {
+            if let Ok(value) = serde_json::from_str::<Value>(&line)
+                && value.get("mcp").is_some()
+            {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// Messages until the end of the output.
+    async fn rest(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Some(message) = self.message().await {
+            all.push(message);
+        }
+        all
+    }
+
+    fn write(&self, file: &str, text: &str) {
+        std::fs::write(self.dir.join(file), text).expect("write a task file");
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_suffix() -> String {
+    format!("{}-{:?}", std::process::id(), Instant::now()).replace(['{', '}', ' ', ':', '.'], "")
+}
+
+fn everything() -> String {
+    servers().join("everything").display().to_string()
+}
+
+fn time_server() -> String {
+    servers().join("time").display().to_string()
+}
+
+#[tokio::test]
+async fn progress_becomes_status_lines_and_the_result_the_tasks() {
+    let server = everything();
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-long-running-operation"),
+        ("MCP_TOOL_ARGUMENTS", r#"{"duration":2,"steps":4}"#),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let messages = bridge.rest().await;
+    let statuses: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["mcp"] == "status")
+        .filter_map(|m| m["message"].as_str())
+        .collect();
+    assert_eq!(statuses, ["1/4", "2/4", "3/4", "4/4"], "{messages:#?}");
+    let result = messages.last().expect("a last message");
+    assert_eq!(result["mcp"], "result", "{result}");
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "Long running operation completed. Duration: 2 seconds, Steps: 4."
+    );
+}
+
+#[tokio::test]
+async fn an_elicitation_round_trips_through_the_answers_file() {
+    let server = everything();
+    let env = [("MCP_TOOL_NAME", "trigger-elicitation-request")];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let input = bridge.message().await.expect("an input request");
+    assert_eq!(input["mcp"], "input", "{input}");
+    let request = &input["requests"]["elicitation-1"];
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(
+        request["params"]["requestedSchema"]["properties"]["check"]["type"],
+        "boolean"
+    );
+    let answer =
+        json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada", "check": true}}});
+    bridge.write("input-responses", &answer.to_string());
+    let result = bridge.message().await.expect("a result");
+    assert_eq!(result["mcp"], "result", "{result}");
+    let text = result["result"]["content"].to_string();
+    assert!(
+        text.contains("Name: Ada") && text.contains("Agreed to terms: true"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_reaches_the_server_and_no_result_is_printed() {
+    let server = everything();
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-long-running-operation"),
+        ("MCP_TOOL_ARGUMENTS", r#"{"duration":60,"steps":60}"#),
+        ("MCP_BRIDGE_CANCEL_GRACE_SECONDS", "2"),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let first = bridge.message().await.expect("progress");
+    assert_eq!(first["message"], "1/60", "{first}");
+    bridge.write("cancel-requested", "2026-12-01T12:00:00Z");
+    let cancelled = Instant::now();
+    let mut log = Vec::new();
+    while let Some(line) = bridge.line().await {
+        log.push(line);
+    }
+    let status = bridge.child.wait().await.expect("the bridge exits");
+    assert!(status.success());
+    // The server ignores the cancel; the bridge stops it after its grace period.
+    assert!(
+        cancelled.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        cancelled.elapsed()
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("sent notifications/cancelled")),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("\"result\"")), "{log:#?}");
+}
+
+#[tokio::test]
+async fn discovery_lists_every_tool_with_its_own_schemas() {
+    for (server, tool, property) in [
+        (everything(), "get-sum", "a"),
+        (time_server(), "convert_time", "source_timezone"),
+    ] {
+        let mut bridge = Bridge::start(&[&server], &["--list"], &[], None);
+        let listed = bridge.message().await.expect("the tool list");
+        assert_eq!(listed["mcp"], "result", "{listed}");
+        let content = &listed["result"]["structuredContent"];
+        let tools = content["tools"].as_array().expect("tools");
+        let found = tools
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool} in {content}"));
+        assert!(
+            found["inputSchema"]["properties"].get(property).is_some(),
+            "{found}"
+        );
+        assert!(content["serverInfo"]["name"].is_string(), "{content}");
+    }
+}
+
+#[tokio::test]
+async fn a_python_servers_structured_result_and_tool_error_pass_through() {
+    let server = time_server();
+    let args =
+        r#"{"source_timezone":"Europe/Paris","time":"14:30","target_timezone":"Asia/Tokyo"}"#;
+    let env = [
+        ("MCP_TOOL_NAME", "convert_time"),
+        ("MCP_TOOL_ARGUMENTS", args),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let result = bridge.message().await.expect("a result");
+    assert_eq!(
+        result["result"]["structuredContent"]["time_difference"], "+8.0h",
+        "{result}"
+    );
+    let env = [
+        ("MCP_TOOL_NAME", "get_current_time"),
+        ("MCP_TOOL_ARGUMENTS", r#"{"timezone":"Mars/Olympus"}"#),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let result = bridge.message().await.expect("a result");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+}
+
+#[tokio::test]
+async fn a_server_that_dies_or_stays_silent_fails_with_its_last_words() {
+    let mut bridge = Bridge::start(
+        &["sh", "-c", "echo 'no such config: /etc/x' >&2; exit 3"],
+        &[],
+        &[],
+        None,
+    );
+    let error = bridge.message().await.expect("an error");
+    assert_eq!(error["mcp"], "error", "{error}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exited") && message.contains("before answering initialize"),
+        "{message}"
+    );
+    assert!(message.contains("no such config: /etc/x"), "{message}");
+    assert_eq!(
+        error["error"]["data"]["stderr"][0],
+        "no such config: /etc/x"
+    );
+
+    let env = [("MCP_BRIDGE_INITIALIZE_SECONDS", "1")];
+    let mut bridge = Bridge::start(&["sleep", "30"], &[], &env, None);
+    let error = bridge.message().await.expect("an error");
+    assert_eq!(
+        error["error"]["message"],
+        "The MCP server did not answer initialize within 1 s"
+    );
+
+    let mut bridge = Bridge::start(&["/no/such/server"], &[], &[], None);
+    let error = bridge.message().await.expect("an error");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("The MCP server command `/no/such/server` could not be started"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn every_message_carries_the_tasks_nonce() {
+    let server = everything();
+    let nonce = "ab".repeat(32);
+    let env = [
+        ("MCP_TOOL_NAME", "echo"),
+        (
+            "MCP_TOOL_ARGUMENTS",
+            r#"{"message":"{\"mcp\":\"result\"}"}"#,
+        ),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, Some(&nonce));
+    let messages = bridge.rest().await;
+    assert!(!messages.is_empty());
+    for message in &messages {
+        assert_eq!(message["nonce"], nonce.as_str(), "{message}");
+    }
+    // The echoed text that looks like a message is inside the result, not a line of its own.
+    assert_eq!(messages.len(), 1, "{messages:#?}");
+}
