@@ -4,7 +4,11 @@
 //!
 //! ```text
 //! mcp-bridge [--list] [--] COMMAND [ARG...]
+//! mcp-bridge --install DEST
 //! ```
+//!
+//! `--install` copies the binary to DEST (what the init container of a server's pod does, so
+//! that the server's own image needs nothing of ours).
 //!
 //! Without `--list` it calls the tool `MCP_BRIDGE_TOOL` (default `MCP_TOOL_NAME`) with
 //! `MCP_TOOL_ARGUMENTS`; with `--list` it prints the server's tools as a result, for
@@ -40,6 +44,9 @@ const MAX_SECONDS: u64 = 86_400;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--install") {
+        return install(args.get(1));
+    }
     let list = args.first().is_some_and(|a| a == "--list");
     if list {
         args.remove(0);
@@ -91,6 +98,27 @@ async fn main() -> ExitCode {
     };
     server.stop(grace).await;
     ExitCode::SUCCESS
+}
+
+/// Copies this binary to `dest`, executable.
+fn install(dest: Option<&String>) -> ExitCode {
+    let Some(dest) = dest else {
+        eprintln!("usage: mcp-bridge --install DEST");
+        return ExitCode::from(2);
+    };
+    let copied = std::env::current_exe()
+        .and_then(|me| std::fs::copy(me, dest))
+        .and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dest, std::fs::Permissions::from_mode(0o555))
+        });
+    match copied {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-bridge: cannot install to {dest}: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn arguments() -> Result<Value, String> {

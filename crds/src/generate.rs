@@ -8,7 +8,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{McpTask, McpTool};
+use crate::{McpServer, McpTask, McpTool};
 
 /// First line of every generated YAML file.
 pub const GENERATED_HEADER: &str =
@@ -19,7 +19,7 @@ pub const GENERATED_HEADER: &str =
 /// Doc comments are wrapped at 100 columns in the source; their line breaks are joined here so
 /// that `kubectl explain` can rewrap the text (blank lines still separate paragraphs).
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, serde_json::Error> {
-    [McpTool::crd(), McpTask::crd()]
+    [McpTool::crd(), McpTask::crd(), McpServer::crd()]
         .into_iter()
         .map(|crd| {
             let mut value = serde_json::to_value(crd)?;

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod generate;
+pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
 mod schema;
@@ -15,6 +16,7 @@ pub mod task_status;
 pub mod wire;
 
 pub use generate::crds;
+pub use mcp_server::{McpServer, McpServerSpec, McpServerStatus};
 pub use mcp_task::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTaskSpec, McpTaskStatus};
 pub use mcp_tool::{McpTool, McpToolSpec, McpToolStatus, TaskSupport, ToolAnnotations};
 pub use start_input::{ElicitationMode, ElicitationParams, StartInput, StartInputMethod};

@@ -61,6 +61,10 @@ pub struct Config {
     /// fails `PodRefused`, from the Job's first `FailedCreate` Event
     /// (`MCP_OPERATOR_POD_REFUSED_GRACE_SECONDS`, default 30).
     pub pod_refused_grace: Duration,
+    /// Image holding the static `mcp-bridge` at `/mcp-bridge`, copied into the pods of
+    /// `McpServer` tools by an init container (`MCP_OPERATOR_BRIDGE_IMAGE`; unset: McpServers
+    /// are not Ready, with reason `BridgeNotConfigured`).
+    pub bridge_image: Option<String>,
 }
 
 /// A variable holds a value that cannot be used.
@@ -137,6 +141,7 @@ impl Config {
             config_error_grace: seconds(var("CONFIG_ERROR_GRACE_SECONDS"), "60")?,
             unschedulable_after: seconds(var("UNSCHEDULABLE_SECONDS"), "300")?,
             pod_refused_grace: seconds(var("POD_REFUSED_GRACE_SECONDS"), "30")?,
+            bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
         })
     }
 }

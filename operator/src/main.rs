@@ -8,7 +8,7 @@ use kube::Api;
 use kube::api::ListParams;
 use mcp_task_operator::config::Config;
 use mcp_task_operator::context::Context;
-use mcp_task_operator::controller::{mcp_task, mcp_tool};
+use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
 use mcp_task_operator::state::State;
 use mcp_task_operator::{http, leader, telemetry};
 use mcp_task_operator_crds::{McpTask, McpTool};
@@ -73,9 +73,10 @@ async fn main() -> Result<(), BoxError> {
         config.clone(),
         trigger,
     ));
-    let controllers = futures::future::join(
+    let controllers = futures::future::join3(
         mcp_task::run(Arc::clone(&ctx), triggers, wait(shutdown.clone())),
-        mcp_tool::run(ctx, wait(shutdown.clone())),
+        mcp_tool::run(Arc::clone(&ctx), wait(shutdown.clone())),
+        mcp_server::run(ctx, wait(shutdown.clone())),
     );
     let lost = tokio::select! {
         _ = controllers => false,

@@ -12,6 +12,7 @@ use rand::Rng;
 use crate::context::Context;
 use crate::error::{Error, Result};
 
+pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
 

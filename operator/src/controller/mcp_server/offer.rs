@@ -1,0 +1,334 @@
+//! Which of a server's discovered tools become `McpTool`s, under which names, and the tools
+//! themselves: the server's own description, title, schemas and annotations, the server's
+//! template run through the bridge, and the server's task settings.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{Resource, ResourceExt};
+use mcp_task_operator_crds::McpServer;
+use mcp_task_operator_crds::McpTool;
+use mcp_task_operator_crds::mcp_server::{Discovery, OfferedTool, SkippedTool};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::bridged::{Mode, TemplateError, bridged};
+
+/// Label naming the McpServer an McpTool was made from.
+pub const SERVER_LABEL: &str = "mcptasks.io/server";
+/// Longest object name made (a label value holds 63 characters).
+const MAX_NAME: usize = 63;
+
+/// What to offer.
+#[derive(Debug, Default)]
+pub struct Offer {
+    /// The McpTools to apply.
+    pub tools: Vec<McpTool>,
+    /// What the status lists as offered.
+    pub offered: Vec<OfferedTool>,
+    /// What is left out, and why.
+    pub skipped: Vec<SkippedTool>,
+}
+
+/// The McpTools for `discovery` of `server`, with the bridge from `bridge_image`.
+pub fn offer(
+    server: &McpServer,
+    discovery: &Discovery,
+    bridge_image: &str,
+) -> Result<Offer, TemplateError> {
+    let spec = &server.spec;
+    let mut offer = Offer::default();
+    let wanted: Option<BTreeSet<&str>> =
+        (!spec.tools.is_empty()).then(|| spec.tools.iter().map(|t| t.name.as_str()).collect());
+    let mut seen = BTreeSet::new();
+    for tool in &discovery.tools {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if !seen.insert(name.to_owned()) {
+            offer
+                .skipped
+                .push(skip(name, "the server lists this name twice"));
+            continue;
+        }
+        if wanted.as_ref().is_some_and(|w| !w.contains(name)) {
+            offer.skipped.push(skip(name, "not in spec.tools"));
+            continue;
+        }
+        let chosen = spec.tools.iter().find(|t| t.name == name);
+        let mcp_name = match chosen.and_then(|t| t.mcp_name.clone()) {
+            Some(n) => n,
+            None => format!("{}{name}", spec.name_prefix.as_deref().unwrap_or("")),
+        };
+        if !is_mcp_name(&mcp_name) {
+            offer.skipped.push(skip(name, &format!("`{mcp_name}` cannot be an MCP name here (1 to 128 letters, digits, '_', '-', '.')")));
+            continue;
+        }
+        let input_schema = tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        if input_schema.get("type") != Some(&json!("object")) {
+            offer
+                .skipped
+                .push(skip(name, "its inputSchema is not of type object"));
+            continue;
+        }
+        let template = bridged(server, bridge_image, Mode::Call(name))?;
+        let task_support = chosen
+            .and_then(|t| t.task_support)
+            .unwrap_or(spec.task_support);
+        let mut tool_spec = json!({
+            "name": mcp_name,
+            "inputSchema": input_schema,
+            "template": template,
+            "taskSupport": task_support,
+            "ttlMs": spec.ttl_ms,
+            "cancelGracePeriodSeconds": spec.cancel_grace_period_seconds,
+            "syncTimeoutSeconds": spec.sync_timeout_seconds,
+            // The server's output reaches the pod's log: only the bridge's signed lines count.
+            "messageNonce": true,
+        });
+        for (key, field) in [
+            ("title", "title"),
+            ("description", "description"),
+            ("outputSchema", "outputSchema"),
+        ] {
+            if let Some(value) = tool.get(key).filter(|v| !v.is_null()) {
+                tool_spec[field] = value.clone();
+            }
+        }
+        if let Some(annotations) = tool.get("annotations").and_then(Value::as_object) {
+            tool_spec["annotations"] = Value::Object(known_annotations(annotations));
+        }
+        if let Some(deadline) = spec.active_deadline_seconds {
+            tool_spec["activeDeadlineSeconds"] = json!(deadline);
+        }
+        let object_name = tool_object_name(&server.name_any(), name);
+        let made = json!({
+            "apiVersion": "mcptasks.io/v1alpha1",
+            "kind": "McpTool",
+            "metadata": {
+                "name": object_name,
+                "namespace": server.namespace(),
+                "labels": { SERVER_LABEL: server.name_any() },
+                "ownerReferences": [owner(server)],
+            },
+            "spec": tool_spec,
+        });
+        match serde_json::from_value::<McpTool>(made) {
+            Ok(made) => {
+                offer.offered.push(OfferedTool {
+                    name: name.to_owned(),
+                    mcp_name,
+                    mcp_tool: object_name,
+                });
+                offer.tools.push(made);
+            }
+            Err(e) => offer.skipped.push(skip(
+                name,
+                &format!("its description cannot be an McpTool: {e}"),
+            )),
+        }
+    }
+    for wanted in &spec.tools {
+        if !seen.contains(&wanted.name) {
+            offer.skipped.push(skip(
+                &wanted.name,
+                "in spec.tools but the server does not list it",
+            ));
+        }
+    }
+    Ok(offer)
+}
+
+fn skip(name: &str, reason: &str) -> SkippedTool {
+    SkippedTool {
+        name: name.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn is_mcp_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+/// The MCP tool annotations an McpTool carries (the rest are dropped).
+fn known_annotations(annotations: &Map<String, Value>) -> Map<String, Value> {
+    const KNOWN: [&str; 5] = [
+        "title",
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    ];
+    annotations
+        .iter()
+        .filter(|(k, v)| {
+            KNOWN.contains(&k.as_str())
+                && (v.is_boolean() || (k.as_str() == "title" && v.is_string()))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// `<server>-<tool>` in lowercase letters, digits and dashes; when that is too long or loses
+/// too much, the readable part is cut and a hash of the exact names keeps it unique.
+pub fn tool_object_name(server: &str, tool: &str) -> String {
+    let mut slug = String::new();
+    for c in tool.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let plain = format!("{server}-{slug}");
+    let exact = slug.replace('-', "") == tool.to_ascii_lowercase().replace(['-', '_', '.'], "")
+        && tool
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if plain.len() <= MAX_NAME && exact && !slug.is_empty() {
+        return plain;
+    }
+    let hash = Sha256::digest(format!("{server}/{tool}").as_bytes());
+    let hash: String = hash.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let keep = MAX_NAME - hash.len() - 1;
+    let mut readable: String = plain.chars().take(keep).collect();
+    while readable.ends_with('-') {
+        readable.pop();
+    }
+    format!("{readable}-{hash}")
+}
+
+/// A controller owner reference to `server`, so its McpTools go with it.
+fn owner(server: &McpServer) -> OwnerReference {
+    OwnerReference {
+        api_version: McpServer::api_version(&()).into_owned(),
+        kind: McpServer::kind(&()).into_owned(),
+        name: server.name_any(),
+        uid: server.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(extra: Value) -> McpServer {
+        let mut spec = json!({"template": {"spec": {"containers": [{"name": "s", "image": "time:1", "command": ["mcp-server-time"]}]}}});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
+            "metadata": {"name": "time", "namespace": "tools", "uid": "server-uid"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn discovery(tools: Value) -> Discovery {
+        serde_json::from_value(
+            json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "t"}, "tools": tools}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_tool_keeps_the_servers_own_description_and_runs_through_the_bridge() {
+        let found = discovery(json!([{
+            "name": "get_current_time", "title": "Current time", "description": "Now, somewhere",
+            "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string"}}},
+            "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true, "vendorHint": 3}
+        }]));
+        let offer = offer(&server(json!({"namePrefix": "time_"})), &found, "bridge:1").unwrap();
+        assert!(offer.skipped.is_empty(), "{:?}", offer.skipped);
+        let tool = &offer.tools[0];
+        assert!(
+            tool.name_any().starts_with("time-get-current-time-"),
+            "{}",
+            tool.name_any()
+        );
+        assert_eq!(tool.spec.name.as_deref(), Some("time_get_current_time"));
+        assert_eq!(tool.spec.title.as_deref(), Some("Current time"));
+        assert_eq!(tool.spec.description.as_deref(), Some("Now, somewhere"));
+        assert!(tool.spec.message_nonce);
+        assert_eq!(
+            tool.spec.annotations.as_ref().unwrap().read_only_hint,
+            Some(true)
+        );
+        assert_eq!(tool.labels()[SERVER_LABEL], "time");
+        assert_eq!(tool.owner_references()[0].uid, "server-uid");
+        let container = tool.tool_container().unwrap();
+        assert_eq!(
+            container.env.as_ref().unwrap()[0].value.as_deref(),
+            Some("get_current_time")
+        );
+        assert_eq!(offer.offered[0].mcp_name, "time_get_current_time");
+    }
+
+    #[test]
+    fn only_listed_tools_are_offered_and_every_left_out_tool_says_why() {
+        let found = discovery(json!([
+            {"name": "a", "inputSchema": {"type": "object"}},
+            {"name": "b", "inputSchema": {"type": "object"}},
+            {"name": "bad name!", "inputSchema": {"type": "object"}},
+            {"name": "c", "inputSchema": {"type": "array"}},
+            {"name": "a", "inputSchema": {"type": "object"}}
+        ]));
+        let s = server(json!({"tools": [
+            {"name": "a", "mcpName": "alpha"}, {"name": "bad name!"}, {"name": "c"}, {"name": "gone"}
+        ]}));
+        let offer = offer(&s, &found, "bridge:1").unwrap();
+        let offered: Vec<&str> = offer.offered.iter().map(|o| o.mcp_name.as_str()).collect();
+        assert_eq!(offered, ["alpha"]);
+        let skipped: Vec<(&str, &str)> = offer
+            .skipped
+            .iter()
+            .map(|s| (s.name.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(skipped[0], ("b", "not in spec.tools"));
+        assert!(
+            skipped[1]
+                .1
+                .starts_with("`bad name!` cannot be an MCP name"),
+            "{skipped:?}"
+        );
+        assert_eq!(skipped[2], ("c", "its inputSchema is not of type object"));
+        assert_eq!(skipped[3], ("a", "the server lists this name twice"));
+        assert_eq!(
+            skipped[4],
+            ("gone", "in spec.tools but the server does not list it")
+        );
+    }
+
+    #[test]
+    fn object_names_are_readable_when_they_can_be_and_unique_always() {
+        assert_eq!(
+            tool_object_name("everything", "get-sum"),
+            "everything-get-sum"
+        );
+        let snake = tool_object_name("time", "get_current_time");
+        assert!(
+            snake.starts_with("time-get-current-time-") && snake.len() == 30,
+            "{snake}"
+        );
+        assert_ne!(tool_object_name("s", "a_b"), tool_object_name("s", "a-b"));
+        let long = tool_object_name("everything", &"x".repeat(100));
+        assert_eq!(long.len(), 63);
+        assert!(
+            tool_object_name("s", "Über")
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+    }
+}
