@@ -2,7 +2,8 @@
 # Builds the example tool images with hack/images.sh (no registry, no Docker engine) and, when
 # the local cluster runs, imports them into its containerd. Meant for `make images`.
 #   examples/build-images.sh            every example image
-#   examples/build-images.sh NAME...    only these: restock-report, conformance, wrap-cli
+#   examples/build-images.sh NAME...    only these: restock-report, conformance, wrap-cli,
+#                                       mcp-servers
 # wrap-cli runs the stock localhost/busybox:1.35, which `hack/images.sh base` builds; it is
 # imported here too so that the examples work on a cluster started without it.
 set -euo pipefail
@@ -35,15 +36,18 @@ build() {
       echo "imported $base/busybox.tar"
     fi
     ;;
+  mcp-servers)
+    "$EXAMPLES/mcp-servers/build-images.sh"
+    ;;
   *)
-    echo "build-images.sh: unknown example $1 (restock-report, conformance, wrap-cli)" >&2
+    echo "build-images.sh: unknown example $1 (restock-report, conformance, wrap-cli, mcp-servers)" >&2
     exit 2
     ;;
   esac
 }
 
 if [ $# -eq 0 ]; then
-  set -- restock-report conformance wrap-cli
+  set -- restock-report conformance wrap-cli mcp-servers
 fi
 for name in "$@"; do
   build "$name"
