@@ -3,8 +3,9 @@
 # Starts the cluster, builds and imports our images and the example tool images, installs the
 # CRDs and the Helm chart (namespace-scoped, static bearer token whose user `demo` is bound to
 # the chart's caller role, front end on a NodePort of the bridge address), registers the
-# example tools, waits for them to be Ready, and runs the restock report through the front end
-# with the Python MCP SDK, printing each status it sees.
+# example tools and one real MCP server (mcp-server-time), waits for them to be Ready, and
+# runs the restock report through the front end with the Python MCP SDK, printing each status
+# it sees.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
@@ -34,7 +35,7 @@ kubectl -n "$NS" create secret generic mcp-demo-tokens --from-literal=tokens.csv
 helm upgrade --install "$RELEASE" charts/mcp-task-operator --namespace "$NS" --wait --timeout 5m \
   --take-ownership \
   --set rbac.scope=namespace \
-  --set operator.image.tag=dev --set frontend.image.tag=dev \
+  --set operator.image.tag=dev --set frontend.image.tag=dev --set operator.bridgeImage.tag=dev \
   --set frontend.auth.mode=static --set frontend.auth.static.existingSecret=mcp-demo-tokens \
   --set 'frontend.authorization.callers[0].kind=User' \
   --set 'frontend.authorization.callers[0].name=demo' \
@@ -45,7 +46,9 @@ kubectl -n "$NS" rollout restart deployment >/dev/null
 kubectl -n "$NS" rollout status deployment --timeout=5m >/dev/null
 
 kubectl apply -n "$NS" -f examples/restock-report/mcptool.yaml -f examples/conformance/mcptools.yaml \
-  -f examples/wrap-cli/mcptool.yaml >/dev/null
+  -f examples/wrap-cli/mcptool.yaml -f examples/mcp-servers/time.yaml >/dev/null
+# A real MCP server (mcp-server-time from PyPI): the operator lists its tools in a Job first.
+kubectl wait -n "$NS" --for=condition=Ready mcpserver --all --timeout=180s
 kubectl wait -n "$NS" --for=condition=Ready mcptool --all --timeout=120s
 
 echo
@@ -57,7 +60,7 @@ cat <<MSG
 mcp-task-operator is running in namespace $NS.
   MCP endpoint:  $URL   (Authorization: Bearer \$(cat $TOKEN_FILE))
   export KUBECONFIG=$KUBECONFIG PATH=$MTO_BIN:\$PATH
-  kubectl get mcp -n $NS                       # tools and tasks
+  kubectl get mcp -n $NS                       # servers, tools and tasks
   kubectl describe mcptask -n $NS <task-id>    # the task's story in Events
   kubectl logs -n $NS job/<task-id>            # the tool's output
   make cluster-down                            # stop everything

@@ -2,6 +2,9 @@
 // every task status it sees until the result, and optionally cancels the task instead.
 //
 //   node restock_report.mjs URL [--token TOKEN] [--threshold N] [--delay-ms MS] [--cancel-after N]
+//   node restock_report.mjs URL [--token TOKEN] --tool NAME --arguments JSON
+//
+// With --tool it calls any tool the same way (say one of an McpServer) with the JSON arguments.
 //
 // The TypeScript twin of restock_report.py, on the official TypeScript client
 // (@modelcontextprotocol/client 2.4) and Tasks library (@modelcontextprotocol/ext-tasks 0.2):
@@ -18,6 +21,8 @@ const { positionals, values } = parseArgs({
     threshold: { type: "string", default: "10" },
     "delay-ms": { type: "string", default: "100" },
     "cancel-after": { type: "string" },
+    tool: { type: "string" },
+    arguments: { type: "string", default: "{}" },
   },
 });
 const int = (name) => {
@@ -77,10 +82,9 @@ const session = createTaskSessionFromClient(client, {
 
 const recounted = (message) => Number(/recounted (\d+) of/.exec(message ?? "")?.[1] ?? -1);
 try {
-  const execution = await session.callTool("restock_report", {
-    threshold: int("threshold"),
-    delayMs: int("delay-ms"),
-  });
+  const execution = values.tool
+    ? await session.callTool(values.tool, JSON.parse(values.arguments))
+    : await session.callTool("restock_report", { threshold: int("threshold"), delayMs: int("delay-ms") });
   const taskId = execution.handle?.taskId ?? "(no task)";
   let last;
   const show = (task) => {

@@ -2,6 +2,9 @@
 every task status it sees until the result, and optionally cancels the task instead.
 
     python restock_report.py URL [--token TOKEN] [--threshold N] [--delay-ms MS] [--cancel-after N]
+    python restock_report.py URL [--token TOKEN] --tool NAME --arguments JSON
+
+With --tool it calls any tool the same way (say one of an McpServer) with the JSON arguments.
 
 Uses the official Python SDK (`mcp` 2.3): it declares the Tasks extension on every request,
 takes the task handle that tools/call returns, polls tasks/get at the server's pollIntervalMs,
@@ -77,8 +80,9 @@ async def run(args: argparse.Namespace) -> int:
     http = httpx2.AsyncClient(headers=headers, timeout=30)
     transport = streamable_http_client(args.url, http_client=http)
     async with Client(transport, extensions=[TasksDeclared()]) as client:
-        arguments = {"threshold": args.threshold, "delayMs": args.delay_ms}
-        handle = await client.session.call_tool("restock_report", arguments, allow_claimed=True)
+        tool = args.tool or "restock_report"
+        arguments = json.loads(args.arguments) if args.tool else {"threshold": args.threshold, "delayMs": args.delay_ms}
+        handle = await client.session.call_tool(tool, arguments, allow_claimed=True)
         task_id = handle.task_id
         print(f"task {task_id}: {handle.status}", flush=True)
         last = (handle.status, None)
@@ -113,6 +117,8 @@ def main() -> None:
     parser.add_argument("--threshold", type=int, default=10)
     parser.add_argument("--delay-ms", type=int, default=100)
     parser.add_argument("--cancel-after", type=int, help="cancel once N SKUs are recounted")
+    parser.add_argument("--tool", help="call this tool instead of restock_report")
+    parser.add_argument("--arguments", default="{}", help="its arguments, a JSON object (with --tool)")
     raise SystemExit(anyio.run(run, parser.parse_args()))
 
 

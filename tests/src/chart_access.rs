@@ -19,8 +19,9 @@ const OPERATOR_NEEDS: &[(&str, &str, &str)] = &[
     ("mcptasks.io", "mcptasks/status", "patch"),
     // The Job's owner reference with blockOwnerDeletion.
     ("mcptasks.io", "mcptasks/finalizers", "update"),
-    // Controller watch and the tool lookup.
-    ("mcptasks.io", "mcptools", "list,watch"),
+    // Controller watch and the tool lookup; the McpServer controller applies and deletes the
+    // McpTools of a server.
+    ("mcptasks.io", "mcptools", "list,watch,create,patch,delete"),
     // The Ready condition.
     ("mcptasks.io", "mcptools/status", "patch"),
     // The task's Job: owned watch, get, server-side apply (patch that creates), delete.
@@ -32,6 +33,10 @@ const OPERATOR_NEEDS: &[(&str, &str, &str)] = &[
     // Events on transitions (a repeat is patched into a series); the Job controller's
     // FailedCreate Events (a task whose pods are refused).
     ("events.k8s.io", "events", "create,patch,list"),
+    // The McpServer controller: watch, status, owner references of its Jobs and McpTools.
+    ("mcptasks.io", "mcpservers", "list,watch"),
+    ("mcptasks.io", "mcpservers/status", "patch"),
+    ("mcptasks.io", "mcpservers/finalizers", "update"),
 ];
 
 /// What the front end calls (mcp-frontend/src), in the one namespace it serves. Plus create
@@ -119,10 +124,11 @@ const DANGEROUS: &[(&str, &str, &str, bool)] = &[
         false,
     ),
     ("coordination.k8s.io", "leases", "create,list,delete", true),
+    ("mcptasks.io", "mcptools", "update,deletecollection", true),
     (
         "mcptasks.io",
-        "mcptools",
-        "create,update,patch,delete,deletecollection",
+        "mcpservers",
+        "create,update,patch,delete",
         true,
     ),
     ("mcptasks.io", "mcptasks", "update,deletecollection", true),
@@ -139,6 +145,8 @@ const FRONTEND_MUST_NOT: &[(&str, &str, &str)] = &[
     ("mcptasks.io", "mcptasks", "delete"),
     ("mcptasks.io", "mcptasks/status", "patch,update"),
     ("mcptasks.io", "mcptools/status", "patch"),
+    ("mcptasks.io", "mcptools", "create,patch,delete"),
+    ("mcptasks.io", "mcpservers", "list,watch"),
     ("batch", "jobs", "get,list,create,patch,delete"),
     ("", "pods", "list,watch,patch"),
     ("", "pods/log", "get"),

@@ -159,3 +159,19 @@ pub async fn run_restock_report(url: &str, extra: &[&str]) -> String {
     command.arg(path).arg(url).args(extra);
     run_ok(command).await
 }
+
+/// Runs `examples/clients/restock_report.mjs URL EXTRA...` with the TypeScript client and
+/// ext-tasks (their packages found through `NODE_PATH` and `node-path.mjs`); returns stdout.
+pub async fn run_restock_report_ts(url: &str, extra: &[&str]) -> String {
+    let clients = clients_dir();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/clients");
+    let mut command = Command::new(clients.join("node22"));
+    command
+        .env("NODE_PATH", clients.join("node_modules"))
+        .arg("--import")
+        .arg(examples.join("node-path.mjs"))
+        .arg(examples.join("restock_report.mjs"))
+        .arg(url)
+        .args(extra);
+    run_ok(command).await
+}

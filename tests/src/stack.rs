@@ -89,10 +89,12 @@ pub fn install(ns: &str, release: &str, sets: &[&str]) -> u16 {
         let tag = image_tag();
         let operator_tag = format!("operator.image.tag={tag}");
         let frontend_tag = format!("frontend.image.tag={tag}");
+        let bridge_tag = format!("operator.bridgeImage.tag={tag}");
         let base = [
             "crds.install=false",
             &operator_tag,
             &frontend_tag,
+            &bridge_tag,
             "frontend.service.type=NodePort",
             &node_port,
             &hosts,
