@@ -125,9 +125,9 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
 
     let cluster = render("tools", &[]);
     assert_restricted_pods(&cluster);
-    // The release owns both CRDs and keeps them on uninstall, unless told otherwise.
+    // The release owns the three CRDs and keeps them on uninstall, unless told otherwise.
     let crds = of_kind(&cluster, "CustomResourceDefinition");
-    assert_eq!(crds.len(), 2);
+    assert_eq!(crds.len(), 3);
     for crd in crds {
         let keep = &crd["metadata"]["annotations"]["helm.sh/resource-policy"];
         assert_eq!(keep, "keep", "{crd}");
