@@ -21,6 +21,7 @@
 //! | `MCP_BRIDGE_DIR` | `/var/run/mcp` | the task's contract files |
 //! | `MCP_BRIDGE_INITIALIZE_SECONDS` | 60 | for the server to answer `initialize` (and each `tools/list`) |
 //! | `MCP_BRIDGE_CANCEL_GRACE_SECONDS` | 10 | for the server to stop after `notifications/cancelled` |
+//! | `MCP_CLIENT_CAPABILITIES` | `{}` | set by the operator: with `sampling` or `roots` declared, the server's requests of those kinds become input requests |
 
 mod contract;
 mod server;
@@ -130,9 +131,16 @@ fn arguments() -> Result<Value, String> {
 }
 
 fn limits() -> Result<Limits, String> {
+    // What the client that created the task can answer (the operator sets it for every task).
+    let declared = std::env::var("MCP_CLIENT_CAPABILITIES")
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or(Value::Null);
     Ok(Limits {
         initialize: seconds("MCP_BRIDGE_INITIALIZE_SECONDS", 60)?,
         cancel_grace: seconds("MCP_BRIDGE_CANCEL_GRACE_SECONDS", 10)?,
+        sampling: declared.get("sampling").is_some_and(Value::is_object),
+        roots: declared.get("roots").is_some_and(Value::is_object),
     })
 }
 

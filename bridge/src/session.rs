@@ -7,8 +7,9 @@
 //! - `notifications/message` → a log line;
 //! - `elicitation/create` from the server → an input request; the client's answer, once it is
 //!   in the answers file, → the server's result;
-//! - `sampling/createMessage`, `roots/list` → refused with -32601: the bridge declares
-//!   neither capability, so a server may not send them;
+//! - `sampling/createMessage`, `roots/list` → input requests too when the client that created
+//!   the task declared `sampling` or `roots` (`MCP_CLIENT_CAPABILITIES`), and the bridge declares
+//!   them to the server; otherwise it declares neither and refuses them with -32601;
 //! - the call's result → the result; its JSON-RPC error → the error;
 //! - a cancel request → `notifications/cancelled`, then the grace period, then the server is
 //!   stopped (and no result is printed: the task ends `cancelled`);
@@ -34,19 +35,23 @@ const TICK: Duration = Duration::from_millis(500);
 /// Most tools/list pages read in discovery.
 const MAX_PAGES: usize = 100;
 /// Most input requests one call may open (the contract allows 64 per task).
-const MAX_ELICITATIONS: usize = 64;
+const MAX_INPUT_REQUESTS: usize = 64;
 
 const INITIALIZE_ID: i64 = 1;
 const CALL_ID: i64 = 2;
 const FIRST_LIST_ID: i64 = 3;
 
-/// Time limits of a session.
+/// Time limits of a session, and what the client behind it can answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// For the server to answer `initialize`.
     pub initialize: Duration,
     /// For the server to stop after a cancel.
     pub cancel_grace: Duration,
+    /// The client declared `sampling`: the server's `sampling/createMessage` is passed on.
+    pub sampling: bool,
+    /// The client declared `roots`: the server's `roots/list` is passed on.
+    pub roots: bool,
 }
 
 /// How a session ended, already reported through the contract.
@@ -66,7 +71,7 @@ pub async fn call(
     arguments: Value,
     limits: Limits,
 ) -> Ended {
-    let mut session = Session::new(server, contract);
+    let mut session = Session::new(server, contract, limits);
     let Some(init) = session.initialize(limits).await else {
         return session.ended();
     };
@@ -122,7 +127,7 @@ pub async fn call(
 /// Lists the server's tools (every page) and prints them as the result's
 /// `structuredContent`: `{protocolVersion, serverInfo, tools}`.
 pub async fn list(server: &mut Server, contract: &Contract, limits: Limits) -> Ended {
-    let mut session = Session::new(server, contract);
+    let mut session = Session::new(server, contract, limits);
     let Some(init) = session.initialize(limits).await else {
         return session.ended();
     };
@@ -161,21 +166,23 @@ pub async fn list(server: &mut Server, contract: &Contract, limits: Limits) -> E
 struct Session<'a> {
     server: &'a mut Server,
     contract: &'a Contract,
-    /// Open elicitations: contract key → the server's request id.
+    /// Open input requests: contract key → the server's request id.
     pending: BTreeMap<String, Value>,
-    /// Elicitations opened so far (keys stay unique for the task's life).
+    /// Input requests opened so far (keys stay unique for the task's life).
     opened: usize,
     answered: bool,
+    limits: Limits,
 }
 
 impl<'a> Session<'a> {
-    fn new(server: &'a mut Server, contract: &'a Contract) -> Self {
+    fn new(server: &'a mut Server, contract: &'a Contract, limits: Limits) -> Self {
         Self {
             server,
             contract,
             pending: BTreeMap::new(),
             opened: 0,
             answered: false,
+            limits,
         }
     }
 
@@ -190,9 +197,16 @@ impl<'a> Session<'a> {
     /// `initialize` and `notifications/initialized`; the server's answer, or `None` after
     /// reporting why there is none.
     async fn initialize(&mut self, limits: Limits) -> Option<Value> {
+        let mut capabilities = json!({"elicitation": {}});
+        if self.limits.sampling {
+            capabilities["sampling"] = json!({});
+        }
+        if self.limits.roots {
+            capabilities["roots"] = json!({});
+        }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"elicitation": {}},
+            "capabilities": capabilities,
             "clientInfo": {"name": "mcp-bridge", "version": env!("CARGO_PKG_VERSION")},
         });
         if !self
@@ -274,6 +288,12 @@ impl<'a> Session<'a> {
                 self.server.answer(&id, json!({})).await;
             }
             ("elicitation/create", Some(id)) => self.elicit(id, params.clone()).await,
+            ("sampling/createMessage", Some(id)) if self.limits.sampling => {
+                self.ask("sampling", id, method, params.clone()).await;
+            }
+            ("roots/list", Some(id)) if self.limits.roots => {
+                self.ask("roots", id, method, json!({})).await;
+            }
             (other, Some(id)) => {
                 let why =
                     format!("Method not found: {other} (the mcp-bridge client does not offer it)");
@@ -284,11 +304,6 @@ impl<'a> Session<'a> {
 
     /// Passes the server's elicitation on as an input request of the task.
     async fn elicit(&mut self, id: Value, params: Value) {
-        if self.opened >= MAX_ELICITATIONS {
-            let why = format!("at most {MAX_ELICITATIONS} elicitations per call");
-            self.server.refuse(&id, INTERNAL_ERROR, &why).await;
-            return;
-        }
         // The contract passes URL elicitations on only with an https URL.
         if params["mode"] == "url"
             && !params["url"]
@@ -300,13 +315,21 @@ impl<'a> Session<'a> {
                 .log("declined a URL elicitation without an https URL");
             return;
         }
+        self.ask("elicitation", id, "elicitation/create", params)
+            .await;
+    }
+
+    /// Passes the server's request `id` on as the task's input request `<prefix>-<n>`.
+    async fn ask(&mut self, prefix: &str, id: Value, method: &str, params: Value) {
+        if self.opened >= MAX_INPUT_REQUESTS {
+            let why = format!("at most {MAX_INPUT_REQUESTS} input requests per call");
+            self.server.refuse(&id, INTERNAL_ERROR, &why).await;
+            return;
+        }
         self.opened += 1;
-        let key = format!("elicitation-{}", self.opened);
+        let key = format!("{prefix}-{}", self.opened);
         let mut request = Map::new();
-        request.insert(
-            key.clone(),
-            json!({"method": "elicitation/create", "params": params}),
-        );
+        request.insert(key.clone(), json!({"method": method, "params": params}));
         self.contract.input(request);
         self.pending.insert(key, id);
     }

@@ -297,3 +297,49 @@ async fn every_message_carries_the_tasks_nonce() {
     // The echoed text that looks like a message is inside the result, not a line of its own.
     assert_eq!(messages.len(), 1, "{messages:#?}");
 }
+
+#[tokio::test]
+async fn sampling_is_passed_on_only_when_the_client_declared_it() {
+    let server = everything();
+    let declared = [
+        ("MCP_TOOL_NAME", "trigger-sampling-request"),
+        ("MCP_TOOL_ARGUMENTS", r#"{"prompt":"the answer?"}"#),
+        (
+            "MCP_CLIENT_CAPABILITIES",
+            r#"{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+        ),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &declared, None);
+    let input = bridge.message().await.expect("an input request");
+    let request = &input["requests"]["sampling-1"];
+    assert_eq!(request["method"], "sampling/createMessage", "{input}");
+    assert!(
+        request["params"]["messages"]
+            .to_string()
+            .contains("the answer?"),
+        "{request}"
+    );
+    let answer = json!({"sampling-1": {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "test-model"}});
+    bridge.write("input-responses", &answer.to_string());
+    let result = bridge.message().await.expect("a result");
+    assert!(
+        result["result"]["content"].to_string().contains("42"),
+        "{result}"
+    );
+
+    // Without the capability the bridge does not declare sampling, so the server has no such
+    // tool, and says so.
+    let undeclared = [
+        ("MCP_TOOL_NAME", "trigger-sampling-request"),
+        ("MCP_TOOL_ARGUMENTS", r#"{"prompt":"the answer?"}"#),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &undeclared, None);
+    let result = bridge.message().await.expect("an answer");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(
+        result["result"]["content"]
+            .to_string()
+            .contains("not found"),
+        "{result}"
+    );
+}

@@ -29,6 +29,9 @@ pub const ENV_TOOL_NAME: &str = "MCP_TOOL_NAME";
 pub const ENV_TOOL_ARGUMENTS: &str = "MCP_TOOL_ARGUMENTS";
 /// Env var holding the answers to the tool's `startInputs`, as JSON, when it has any.
 pub const ENV_START_INPUTS: &str = "MCP_START_INPUTS";
+/// Env var holding the client capabilities the creating `tools/call` declared (a JSON object,
+/// `{}` when none): which input request kinds the client can answer.
+pub const ENV_CLIENT_CAPABILITIES: &str = "MCP_CLIENT_CAPABILITIES";
 
 /// Mount path of the downward-API volume in the tool container.
 pub const MOUNT_PATH: &str = "/var/run/mcp";

@@ -18,10 +18,10 @@ use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool};
 use crate::config::Config;
 use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
-    CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_START_INPUTS, ENV_TASK_ID, ENV_TOOL_ARGUMENTS,
-    ENV_TOOL_NAME, EnvTooLarge, INPUT_RESPONSES_FILE, MOUNT_PATH, POD_CANCEL_ANNOTATION,
-    POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME, check_env_size,
-    kubelet_literal,
+    CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_CLIENT_CAPABILITIES, ENV_START_INPUTS, ENV_TASK_ID,
+    ENV_TOOL_ARGUMENTS, ENV_TOOL_NAME, EnvTooLarge, INPUT_RESPONSES_FILE, MOUNT_PATH,
+    POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME,
+    check_env_size, kubelet_literal,
 };
 
 /// Label on Jobs and pods naming the task they run.
@@ -236,10 +236,20 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
                 source,
             })?,
     };
+    let capabilities = match &task.spec.client_capabilities {
+        None => "{}".to_owned(),
+        Some(declared) => serde_json::to_string(declared)
+            .map(escape_refused_json)
+            .map_err(|source| BuildError::Serialize {
+                what: "spec.clientCapabilities",
+                source,
+            })?,
+    };
     let mut env = vec![
         var(ENV_TASK_ID, task.task_id().to_owned())?,
         var(ENV_TOOL_NAME, task.spec.tool.clone())?,
         var(ENV_TOOL_ARGUMENTS, arguments)?,
+        var(ENV_CLIENT_CAPABILITIES, capabilities)?,
     ];
     let has_start_inputs = tool
         .spec

@@ -215,9 +215,11 @@ fn sidecar_template_is_kept_and_contract_names_win() {
     assert_eq!(env["LOG_LEVEL"], "debug");
     assert_eq!(
         tool.env.as_ref().unwrap().len(),
-        5,
+        6,
         "no duplicate MCP_TASK_ID"
     );
+    // The fixture task declares no capabilities.
+    assert_eq!(env[ENV_CLIENT_CAPABILITIES], "{}");
     assert_eq!(
         env[ENV_START_INPUTS], "{}",
         "tool has startInputs, task has no answers yet"
@@ -344,4 +346,18 @@ fn label_values_are_sanitized() {
     assert_eq!(label_value("-a b_c.-"), Some("ab_c".into()));
     assert_eq!(label_value(&"x".repeat(100)).unwrap().len(), 63);
     assert_eq!(label_value("--"), None);
+}
+
+#[test]
+fn the_clients_capabilities_reach_the_tool_as_declared() {
+    let mut task = task();
+    task.spec.client_capabilities =
+        serde_json::from_value(json!({"sampling": {}, "x": "$(HOME)"})).unwrap();
+    let job = build_job(&task, &tool(), &config()).unwrap();
+    let env = env_of(&pod_spec(&job).containers[0]);
+    // Compact JSON, with `$` doubled so the kubelet expands nothing.
+    assert_eq!(
+        env[ENV_CLIENT_CAPABILITIES],
+        r#"{"sampling":{},"x":"$$(HOME)"}"#
+    );
 }
