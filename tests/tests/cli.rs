@@ -169,6 +169,11 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
                 .collect()
         };
         let socket = format!("mto-{ns}");
+        // `kubectl mcp` as the caller, through the NodePort, to the end, without a terminal.
+        let caller = |rest: &[&str]| {
+            let args: Vec<&str> = who.iter().chain(rest).copied().collect();
+            block_in_place(|| kubectl_mcp(&plugin, &args))
+        };
 
         // 1. A call followed live: every progress message, then the result, exit 0.
         let words = with(&["call", "slow_compute", "seconds=4", "label=cli", "--follow"]);
@@ -231,37 +236,9 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         assert!(started.status.success(), "{}", output_text(&started));
         let long = String::from_utf8_lossy(&started.stdout).trim().to_owned();
         assert_eq!(long.len(), 39, "a task ID: {long:?}");
-        let cancelled = block_in_place(|| {
-            kubectl_mcp(
-                &plugin,
-                &[
-                    "-n",
-                    &ns,
-                    "--url",
-                    &url,
-                    "--service-account",
-                    CALLER,
-                    "cancel",
-                    &long,
-                ],
-            )
-        });
+        let cancelled = caller(&["cancel", &long]);
         assert!(cancelled.status.success(), "{}", output_text(&cancelled));
-        let followed_cancel = block_in_place(|| {
-            kubectl_mcp(
-                &plugin,
-                &[
-                    "-n",
-                    &ns,
-                    "--url",
-                    &url,
-                    "--service-account",
-                    CALLER,
-                    "follow",
-                    &long,
-                ],
-            )
-        });
+        let followed_cancel = caller(&["follow", &long]);
         let text = output_text(&followed_cancel);
         assert_eq!(followed_cancel.status.code(), Some(3), "{text}");
         assert!(text.contains("cancelled"), "{text}");
@@ -300,39 +277,10 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         assert!(text.contains("Computed cli in 4 s"), "{text}");
 
         // 5. Mistakes are refused with what was wrong, and nothing is called.
-        let refused = block_in_place(|| {
-            kubectl_mcp(
-                &plugin,
-                &[
-                    "-n",
-                    &ns,
-                    "--url",
-                    &url,
-                    "--service-account",
-                    CALLER,
-                    "call",
-                    "slow_compute",
-                    "seconds",
-                ],
-            )
-        });
+        let refused = caller(&["call", "slow_compute", "seconds"]);
         assert_eq!(refused.status.code(), Some(1));
         assert!(output_text(&refused).contains("argument `seconds` is not key=value"));
-        let unknown = block_in_place(|| {
-            kubectl_mcp(
-                &plugin,
-                &[
-                    "-n",
-                    &ns,
-                    "--url",
-                    &url,
-                    "--service-account",
-                    CALLER,
-                    "call",
-                    "no_such_tool",
-                ],
-            )
-        });
+        let unknown = caller(&["call", "no_such_tool"]);
         assert_eq!(unknown.status.code(), Some(1));
         assert!(output_text(&unknown).contains("no tool no_such_tool for you here"));
         let anonymous =
