@@ -44,8 +44,12 @@ async fn kubectl_wait_for_succeeded_returns_when_a_task_ends() {
             let task = tasks.get(name).await.expect("task");
             let task_status = task.status.expect("status");
             let conditions = &task_status.conditions;
-            assert_eq!(conditions.len(), 1, "{conditions:?}");
-            let succeeded = &conditions[0];
+            let succeeded: Vec<_> = conditions
+                .iter()
+                .filter(|c| c.type_ == "Succeeded")
+                .collect();
+            assert_eq!(succeeded.len(), 1, "{conditions:?}");
+            let succeeded = succeeded[0];
             assert_eq!(succeeded.type_, "Succeeded");
             assert_eq!(
                 (succeeded.status.as_str(), succeeded.reason.as_str()),
