@@ -40,6 +40,9 @@ const CHANGE_BUFFER: usize = 1024;
 /// Limit of one API call when none is configured (see [`KubeTaskStore::watched`]).
 pub const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A fresh list under way: when it began and what the cache held before it.
+type Relist = (Instant, Vec<Arc<DeserializeGuard<McpTask>>>);
+
 /// Tasks in one namespace, read through the watch cache.
 pub struct KubeTaskStore {
     api: Api<McpTask>,
@@ -58,7 +61,7 @@ pub struct KubeTaskStore {
     /// Tasks seen deleted, so that an own write racing the deletion is not kept.
     tombstones: Tombstones,
     /// While the watch lists afresh: when the list began and what the cache held before it.
-    relist: Mutex<Option<(Instant, Vec<Arc<DeserializeGuard<McpTask>>>)>>,
+    relist: Mutex<Option<Relist>>,
 }
 
 impl KubeTaskStore {
