@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::DeserializeGuard;
@@ -184,66 +183,6 @@ impl KubeTaskStore {
                 let name = invalid.metadata.name.clone().unwrap_or_default();
                 self.deleted(&name, invalid.metadata.uid.clone(), None);
             }
-        }
-    }
-
-    /// The list that (re)started the watch is complete, and the reflector now holds it: every
-    /// task cached before it, or written by this replica before it began, that it does not
-    /// hold was deleted while the watch was away (its delete event is lost).
-    fn end_relist(&self) {
-        let Some((started, before)) = self
-            .relist
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
-        let listed = |name: &str| {
-            self.cache
-                .get(&ObjectRef::new(name).within(&self.namespace))
-                .is_some()
-        };
-        for guard in before {
-            let name = guard.name_any();
-            if !listed(&name) {
-                let last = guard.0.as_ref().ok().cloned().map(Arc::new);
-                self.deleted(&name, guard.uid(), last);
-            }
-        }
-        let gone: Vec<(String, Arc<McpTask>)> = self
-            .overlay
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|(name, (at, _))| *at < started && !listed(name))
-            .map(|(name, (_, task))| (name.clone(), task.clone()))
-            .collect();
-        for (name, task) in gone {
-            self.deleted(&name, task.uid(), Some(task));
-        }
-    }
-
-    /// The task `name` is gone: out of the overlay, remembered as deleted (and as missing, so
-    /// the next lookup costs no API read), and published once more, marked deleted, so that
-    /// listeners and waiters learn of it. `last` is its final state, when known.
-    fn deleted(&self, name: &str, uid: Option<String>, last: Option<Arc<McpTask>>) {
-        let own = self
-            .overlay
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name)
-            .map(|(_, task)| task);
-        let now = Instant::now();
-        self.tombstones.insert(name, uid, now);
-        self.misses.insert(name, now);
-        if let Some(last) = last.or(own) {
-            let mut tombstone = McpTask::clone(&last);
-            tombstone
-                .metadata
-                .deletion_timestamp
-                .get_or_insert_with(|| Time(Timestamp::now()));
-            let _ = self.changes.send(Arc::new(tombstone));
         }
     }
 
@@ -491,6 +430,7 @@ impl TaskStore for KubeTaskStore {
     }
 }
 
+mod deleted;
 #[cfg(test)]
 mod deletion_tests;
 #[cfg(test)]
