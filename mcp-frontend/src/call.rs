@@ -325,14 +325,23 @@ async fn run_synchronously(
         // A synchronous caller cannot answer mid-task input (that needs tasks/update), so
         // input_required ends the wait as well.
         while !current.is_terminal() && current.task_status() != TaskStatus::InputRequired {
+            // Deleted before it finished: nothing will ever finish it.
+            if crate::store::is_deleted(&current) {
+                return Err(Error::TaskDeleted {
+                    task_id: id.clone(),
+                });
+            }
             match changes.recv().await {
                 Ok(task) if task.task_id() == id => current = task,
                 Ok(_) => {}
-                Err(RecvError::Lagged(_)) => {
-                    if let Some(task) = state.tasks.get(&id).await? {
-                        current = task;
+                Err(RecvError::Lagged(_)) => match state.tasks.get(&id).await? {
+                    Some(task) => current = task,
+                    None => {
+                        return Err(Error::TaskDeleted {
+                            task_id: id.clone(),
+                        });
                     }
-                }
+                },
                 Err(RecvError::Closed) => {
                     return Err(Error::Store(crate::store::StoreError::Unavailable {
                         operation: "watch",

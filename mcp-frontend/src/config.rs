@@ -62,8 +62,11 @@ pub struct Config {
     /// `MAX_SUBSCRIPTIONS`: open `subscriptions/listen` streams per replica; more are refused
     /// with -32603 "Subscription limit reached". Default 1000.
     pub max_subscriptions: usize,
-    /// `POLL_RATE_PER_SECOND`: `tasks/get` calls allowed per caller and second, with bursts of
-    /// twice that; faster polls get -31001 with `data.retryAfterMs`. Default 0: no limit.
+    /// `POLL_RATE_PER_SECOND`: `tasks/get` calls per caller and second for IDs that are not
+    /// the caller's live tasks (unknown, someone else's, expired), with bursts of twice that;
+    /// past it the caller's next `tasks/get` gets -31001 with `data.retryAfterMs` before any
+    /// lookup. Polls of the caller's own tasks are limited per task instead
+    /// ([`Limits::poll_burst_per_task`]). Default 0: no limit.
     pub poll_rate_per_second: f64,
     /// `AUTH_MODE`: `none`, `static` or `tokenreview`. Default `tokenreview`.
     pub auth_mode: AuthMode,
@@ -125,7 +128,16 @@ pub struct Limits {
     /// `MAX_LISTEN_TASK_IDS`: task IDs one `subscriptions/listen` may name, checked before any
     /// lookup. Default 100, at most [`LISTEN_TASK_IDS_CEILING`].
     pub max_listen_task_ids: usize,
+    /// `POLL_BURST_PER_TASK`: polls (`tasks/get`) of one of the caller's tasks allowed at once,
+    /// refilled at one per the `pollIntervalMs` its answers advertise; a faster poll gets
+    /// -31001 with `data.retryAfterMs`. A client polling each of its tasks at the advertised
+    /// interval is never refused, however many tasks it has. Default 0: no limit; at most
+    /// [`POLL_BURST_CEILING`].
+    pub poll_burst_per_task: usize,
 }
+
+/// Largest `POLL_BURST_PER_TASK`: beyond it the limit would stop nothing.
+pub const POLL_BURST_CEILING: usize = 1000;
 
 impl Limits {
     fn from_get(get: &impl Fn(&'static str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -152,6 +164,7 @@ impl Limits {
                 ANNOTATION_VALUE_CEILING,
             )?,
             max_listen_task_ids: at_most("MAX_LISTEN_TASK_IDS", 100, LISTEN_TASK_IDS_CEILING)?,
+            poll_burst_per_task: at_most("POLL_BURST_PER_TASK", 0, POLL_BURST_CEILING)?,
         })
     }
 }

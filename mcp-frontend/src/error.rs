@@ -128,6 +128,12 @@ pub enum Error {
     /// The client went away while a synchronous call waited.
     #[error("the client abandoned the call")]
     CallAbandoned,
+    /// A synchronous call's task was deleted (its `McpTask` removed) before it finished.
+    #[error("task {task_id} was deleted before it finished; the call has no result")]
+    TaskDeleted {
+        /// The deleted task's ID.
+        task_id: String,
+    },
     /// The caller sends `method` faster than its configured per-caller rate.
     #[error(
         "rate limited: {method} is limited to {per_second} per second per caller; retry in {retry_after_ms} ms"
@@ -138,6 +144,20 @@ pub enum Error {
         /// The configured rate.
         per_second: f64,
         /// When the caller may try again, in milliseconds.
+        retry_after_ms: u64,
+    },
+    /// The caller polls one of its tasks faster than the task's advertised `pollIntervalMs`.
+    #[error(
+        "rate limited: task {task_id} is polled faster than its pollIntervalMs of {poll_interval_ms} ms allows (bursts of {burst}); retry in {retry_after_ms} ms"
+    )]
+    PolledTooOften {
+        /// The task polled.
+        task_id: String,
+        /// The interval its answers advertise.
+        poll_interval_ms: u64,
+        /// Polls allowed at once.
+        burst: u64,
+        /// When the caller may poll again, in milliseconds.
         retry_after_ms: u64,
     },
     /// The caller already holds as many active tasks as it may.
@@ -205,13 +225,14 @@ impl Error {
             Self::ElicitationRequired { .. } => "elicitation_required",
             Self::InvalidInputResponse { .. } => "invalid_input_response",
             Self::InvalidCursor => "invalid_cursor",
-            Self::RateLimited { .. } => "rate_limited",
+            Self::RateLimited { .. } | Self::PolledTooOften { .. } => "rate_limited",
             Self::ActiveTaskQuota { .. } => "active_task_quota",
             Self::TooLarge { .. } => "too_large",
             Self::TooManyListenTasks { .. } => "too_many_listen_tasks",
             Self::InvalidStartInput { .. } => "invalid_start_input",
             Self::ToolFailed(_) => "tool_failed",
             Self::CallAbandoned => "call_abandoned",
+            Self::TaskDeleted { .. } => "task_deleted",
             Self::MissingCaller => "missing_caller",
             Self::TaskMapping { .. } => "task_mapping",
             Self::Wire(_) => "wire",
@@ -254,6 +275,15 @@ impl Error {
                 self.to_string(),
                 Some(json!({ "retryAfterMs": retry_after_ms, "limitPerSecond": per_second })),
             ),
+            Self::PolledTooOften {
+                poll_interval_ms,
+                retry_after_ms,
+                ..
+            } => ErrorData::new(
+                RATE_LIMITED,
+                self.to_string(),
+                Some(json!({ "retryAfterMs": retry_after_ms, "pollIntervalMs": poll_interval_ms })),
+            ),
             Self::ActiveTaskQuota { active, limit } => ErrorData::new(
                 QUOTA_EXCEEDED,
                 self.to_string(),
@@ -267,6 +297,9 @@ impl Error {
                     error.message,
                     error.data,
                 )
+            }
+            Self::TaskDeleted { task_id } => {
+                ErrorData::internal_error(self.to_string(), Some(json!({ "taskId": task_id })))
             }
             Self::ToolFailed(None) | Self::CallAbandoned => {
                 ErrorData::internal_error("Tool execution failed", None)

@@ -4,6 +4,14 @@
 //! methods; the answer is an SSE stream fed by the task watch and, for `toolsListChanged`, by
 //! the `McpTool` watch (`notifications/tools/list_changed`). Other filter fields (prompts,
 //! resources) are not honoured, so the ack leaves them out.
+//!
+//! A task deleted while listened to (the operator purging it after its TTL, or anyone deleting
+//! its `McpTask`) leaves the subscription: no notification can say "gone", as each one carries
+//! the task's state. If the client had not been told a terminal state for it, the stream ends
+//! with the listen's final result at once, so the client listens again and the new
+//! acknowledgement leaves the task out (and `tasks/get` answers "Task not found"); a task
+//! whose terminal state was sent leaves quietly. A stream left with nothing to report ends.
+//! See docs/CONFORMANCE.md, *Deleted tasks*.
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -21,8 +29,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::auth::Caller;
+use crate::error::Error;
 use crate::error::JsonRpcErrorResponse;
 use crate::state::{AppState, server_info_meta};
+use crate::store::is_deleted;
 use crate::tasks::find_task;
 use crate::wire;
 
@@ -113,7 +123,7 @@ async fn stream_tasks(
     tx: mpsc::Sender<Result<Event, Infallible>>,
 ) {
     let subscription_id = serde_json::to_value(&id).unwrap_or(Value::Null);
-    let accepted = filter.tasks;
+    let mut accepted = filter.tasks;
     let mut honoured = serde_json::Map::new();
     if filter.wants_tasks {
         honoured.insert("taskIds".to_owned(), json!(accepted));
@@ -141,18 +151,23 @@ async fn stream_tasks(
     // and the client's next listen reaches a replica whose watch does.
     let mut reachable = state.api_health.subscribe();
     let mut last_sent: HashMap<String, Value> = HashMap::new();
-    for task_id in &accepted {
-        notify(
+    let mut ended = false;
+    for task_id in accepted.clone() {
+        // The first state sent is current: the client's previous stream may have been on a
+        // replica whose watch is ahead of this one's.
+        let _ = crate::tasks::find_current_task(&state, &caller, &task_id).await;
+        let notified = notify(
             &state,
             &caller,
-            task_id,
+            &task_id,
             &subscription_id,
             &mut last_sent,
             &tx,
         )
         .await;
+        ended |= notified == Notified::Gone && forget(&mut accepted, &last_sent, &task_id);
     }
-    if !accepted.is_empty() || tools_open {
+    if !ended && (!accepted.is_empty() || tools_open) {
         loop {
             tokio::select! {
                 () = state.shutdown.cancelled() => break,
@@ -181,16 +196,31 @@ async fn stream_tasks(
                 },
                 change = changes.recv() => match change {
                     Ok(task) if accepted.contains(task.task_id()) => {
-                        notify(&state, &caller, task.task_id(), &subscription_id, &mut last_sent, &tx).await;
+                        let notified = if is_deleted(&task) {
+                            Notified::Gone
+                        } else {
+                            notify(&state, &caller, task.task_id(), &subscription_id, &mut last_sent, &tx).await
+                        };
+                        if notified == Notified::Gone && forget(&mut accepted, &last_sent, task.task_id()) {
+                            break;
+                        }
                     }
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => {
-                        for task_id in &accepted {
-                            notify(&state, &caller, task_id, &subscription_id, &mut last_sent, &tx).await;
+                        let mut end = false;
+                        for task_id in accepted.clone() {
+                            let notified = notify(&state, &caller, &task_id, &subscription_id, &mut last_sent, &tx).await;
+                            end |= notified == Notified::Gone && forget(&mut accepted, &last_sent, &task_id);
+                        }
+                        if end {
+                            break;
                         }
                     }
                     Err(RecvError::Closed) => break,
                 },
+            }
+            if accepted.is_empty() && !tools_open {
+                break;
             }
         }
     }
@@ -198,6 +228,30 @@ async fn stream_tasks(
     meta.insert(SUBSCRIPTION_ID.to_owned(), subscription_id);
     let done = json!({ "jsonrpc": "2.0", "id": id, "result": { "resultType": "complete", "_meta": meta } });
     let _ = send(&tx, &done).await;
+}
+
+/// Drops the deleted task `task_id` from the subscription; whether the stream must end
+/// because the client was not told a terminal state for it.
+fn forget(
+    accepted: &mut BTreeSet<String>,
+    last_sent: &HashMap<String, Value>,
+    task_id: &str,
+) -> bool {
+    accepted.remove(task_id);
+    let status = last_sent
+        .get(task_id)
+        .and_then(|sent| sent.get("status"))
+        .and_then(Value::as_str);
+    !matches!(status, Some("completed" | "failed" | "cancelled"))
+}
+
+/// What [`notify`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Notified {
+    /// Sent the task's state, or it had not changed, or it could not be read this time.
+    Done,
+    /// The task is gone: deleted (or no longer the caller's).
+    Gone,
 }
 
 /// Sends the task's current state if it changed since the last notification.
@@ -208,9 +262,11 @@ async fn notify(
     subscription_id: &Value,
     last_sent: &mut HashMap<String, Value>,
     tx: &mpsc::Sender<Result<Event, Infallible>>,
-) {
-    let Ok(task) = find_task(state, caller, task_id).await else {
-        return;
+) -> Notified {
+    let task = match find_task(state, caller, task_id).await {
+        Ok(task) => task,
+        Err(Error::TaskNotFound) => return Notified::Gone,
+        Err(_) => return Notified::Done,
     };
     let Ok(Value::Object(mut params)) = wire::detailed_task(&task).and_then(|t| {
         serde_json::to_value(t).map_err(|e| crate::error::Error::TaskMapping {
@@ -218,10 +274,10 @@ async fn notify(
             reason: e.to_string(),
         })
     }) else {
-        return;
+        return Notified::Done;
     };
     if last_sent.get(task_id) == Some(&Value::Object(params.clone())) {
-        return;
+        return Notified::Done;
     }
     last_sent.insert(task_id.to_owned(), Value::Object(params.clone()));
     params.insert(
@@ -230,6 +286,7 @@ async fn notify(
     );
     let message = json!({ "jsonrpc": "2.0", "method": "notifications/tasks", "params": params });
     let _ = send(tx, &message).await;
+    Notified::Done
 }
 
 async fn send(tx: &mpsc::Sender<Result<Event, Infallible>>, message: &Value) -> Result<(), ()> {

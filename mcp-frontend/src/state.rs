@@ -40,8 +40,11 @@ pub struct AppState {
     pub authz: Authz,
     /// Permits for open `subscriptions/listen` streams.
     pub subscriptions: Arc<Semaphore>,
-    /// The `tasks/get` rate limit, when configured.
+    /// The per-caller `tasks/get` limit for IDs that are not the caller's tasks, when
+    /// configured.
     pub poll_limiter: Option<Arc<RateLimiter>>,
+    /// The per-task poll limit (refilled at each task's `pollIntervalMs`), when configured.
+    pub task_poll_limiter: Option<Arc<RateLimiter>>,
     /// The `tools/call` rate limit, unless turned off.
     pub call_limiter: Option<Arc<RateLimiter>>,
     /// The active-task quota per caller, unless turned off.
@@ -78,6 +81,10 @@ impl AppState {
             poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
                 let rate = config.poll_rate_per_second;
                 Arc::new(RateLimiter::new(rate, rate * 2.0))
+            }),
+            task_poll_limiter: (limits.poll_burst_per_task > 0).then(|| {
+                // The rate is given per poll, from the task's advertised interval.
+                Arc::new(RateLimiter::new(1.0, limits.poll_burst_per_task as f64))
             }),
             call_limiter: (limits.call_rate_per_second > 0.0).then(|| {
                 Arc::new(RateLimiter::new(

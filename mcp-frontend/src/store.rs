@@ -21,17 +21,27 @@ pub mod kube_tools;
 #[cfg(test)]
 pub mod memory;
 pub mod negative;
+pub mod tombstones;
+
+/// Whether `task` is deleted or being deleted: its `metadata.deletionTimestamp` is set. The
+/// store publishes a deleted task once more, with that field set ([`TaskStore::subscribe`]),
+/// and serves it no more; the front end answers such a task as not found.
+pub fn is_deleted(task: &McpTask) -> bool {
+    task.metadata.deletion_timestamp.is_some()
+}
 
 /// Where a [`TaskStore::get`] found its answer.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LookupLabels {
     /// `cache` (the watch cache or this replica's own writes), `negative_cache` (an ID read
-    /// as missing a moment ago) or `api` (a read from the API server).
+    /// as missing a moment ago), `api` (a read from the API server on a cache miss) or `fresh`
+    /// (a read from the API server confirming a cached task that is not terminal, see
+    /// [`TaskStore::get_current`]).
     pub source: &'static str,
 }
 
 /// Task lookups by where they were answered: `mcp_frontend_task_lookups_total{source}`. The
-/// `api` count is the number of API server reads requests caused.
+/// `api` and `fresh` counts are the API server reads requests caused.
 #[derive(Clone, Debug, Default)]
 pub struct TaskLookups(Family<LookupLabels, Counter>);
 
@@ -102,6 +112,18 @@ pub trait TaskStore: Send + Sync + 'static {
     /// same ID was read as missing a moment ago ([`negative`]).
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>>;
 
+    /// The task named `id`, never older than a state any replica served before this call
+    /// began: a terminal (or deleted) task as [`TaskStore::get`] finds it, since a terminal
+    /// state never changes; any other cached state confirmed by a read from the API server
+    /// (a quorum read), since another replica's watch may be ahead of this one's. The read is
+    /// counted under the lookup source `fresh`.
+    fn get_current<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
+        self.get(id)
+    }
+
     /// Merges `responses` into `spec.inputResponses` (the caller has filtered them to
     /// outstanding keys).
     fn merge_input_responses<'a>(
@@ -117,8 +139,10 @@ pub trait TaskStore: Send + Sync + 'static {
         at: Timestamp,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Every later change to any task, as the watch sees it. Lagging receivers lose old
-    /// events, so consumers re-read with [`TaskStore::get`] after a lag.
+    /// Every later change to any task, as the watch sees it. A deletion is published as the
+    /// task's last state with `metadata.deletionTimestamp` set ([`is_deleted`]), also when the
+    /// watch only learns of it by listing afresh. Lagging receivers lose old events, so
+    /// consumers re-read with [`TaskStore::get`] after a lag (a deleted task reads as `None`).
     fn subscribe(&self) -> broadcast::Receiver<Arc<McpTask>>;
 
     /// Whether the watch cache has completed its initial list.

@@ -14,18 +14,41 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::bounds;
 use crate::error::{Error, Result};
+use crate::ratelimit::RateLimiter;
 use crate::state::{AppState, server_info_meta};
 use crate::wire;
 
 /// The caller's task `id`: not found unless it exists and is theirs; expired once its TTL has
-/// passed, even before the operator deletes it.
+/// passed, even before the operator deletes it. From this replica's cache, which may lag
+/// another replica's: see [`find_current_task`].
 pub async fn find_task(state: &AppState, caller: &Caller, id: &str) -> Result<Arc<McpTask>> {
+    find(state, caller, id, false).await
+}
+
+/// [`find_task`], never older than what any replica answered before: a task that is not
+/// terminal is confirmed with the API server ([`crate::store::TaskStore::get_current`]), so
+/// a client whose polls reach several replicas never sees its status go backwards.
+pub async fn find_current_task(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Arc<McpTask>> {
+    find(state, caller, id, true).await
+}
+
+async fn find(state: &AppState, caller: &Caller, id: &str, current: bool) -> Result<Arc<McpTask>> {
     // A malformed ID cannot exist; answer without asking the API server.
     if !task_id::is_valid(id) {
         return Err(Error::TaskNotFound);
     }
-    let task = state.tasks.get(id).await?.ok_or(Error::TaskNotFound)?;
-    if task.spec.owner != caller.as_str() {
+    let task = if current {
+        state.tasks.get_current(id).await?
+    } else {
+        state.tasks.get(id).await?
+    };
+    let task = task.ok_or(Error::TaskNotFound)?;
+    // A task being deleted is as gone as a deleted one (nothing deleted is served again).
+    if task.spec.owner != caller.as_str() || crate::store::is_deleted(&task) {
         return Err(Error::TaskNotFound);
     }
     if task.is_expired(Timestamp::now()) {
@@ -35,18 +58,48 @@ pub async fn find_task(state: &AppState, caller: &Caller, id: &str) -> Result<Ar
 }
 
 /// `tasks/get`: the task's current state with its status-specific payload.
+///
+/// Two limits apply, each when configured: a poll of one of the caller's tasks takes a token
+/// of that task's bucket, refilled at the `pollIntervalMs` the answer advertises; a lookup of
+/// any other ID takes one of the caller's, and a caller with none left is refused before any
+/// lookup (so guessing IDs cannot turn into API reads).
 pub async fn get_task(state: &AppState, caller: &Caller, id: &str) -> Result<GetTaskResult> {
+    // Tokio's clock: the real one in production, a paused one in tests.
+    let now = tokio::time::Instant::now().into_std();
+    let refused = |limiter: &RateLimiter, wait| Error::RateLimited {
+        method: "tasks/get",
+        per_second: limiter.rate(),
+        retry_after_ms: retry_after_ms(wait),
+    };
     if let Some(limiter) = &state.poll_limiter
-        && let Err(wait) = limiter.check(caller.as_str(), std::time::Instant::now())
+        && let Err(wait) = limiter.peek(caller.as_str(), now)
     {
-        return Err(Error::RateLimited {
-            method: "tasks/get",
-            per_second: limiter.rate(),
-            retry_after_ms: retry_after_ms(wait),
-        });
+        return Err(refused(limiter, wait));
     }
-    let task = find_task(state, caller, id).await?;
-    let mut result = GetTaskResult::new(wire::detailed_task(&task)?);
+    let task = match find_current_task(state, caller, id).await {
+        Ok(task) => task,
+        Err(error) => {
+            if let Some(limiter) = &state.poll_limiter {
+                let _ = limiter.check(caller.as_str(), now);
+            }
+            return Err(error);
+        }
+    };
+    let detailed = wire::detailed_task(&task)?;
+    if let Some(limiter) = &state.task_poll_limiter {
+        // At least 1 ms, so the rate is finite; an answer without an interval allows 1/s.
+        let interval_ms = detailed.task.poll_interval_ms.unwrap_or(1000).max(1);
+        let rate = 1000.0 / interval_ms as f64;
+        if let Err(wait) = limiter.check_at(id, now, rate) {
+            return Err(Error::PolledTooOften {
+                task_id: id.to_owned(),
+                poll_interval_ms: interval_ms,
+                burst: limiter.burst() as u64,
+                retry_after_ms: retry_after_ms(wait),
+            });
+        }
+    }
+    let mut result = GetTaskResult::new(detailed);
     result.meta = Some(server_info_meta());
     Ok(result)
 }
@@ -59,7 +112,8 @@ pub async fn update_task(
     id: &str,
     responses: InputResponses,
 ) -> Result<()> {
-    let task = find_task(state, caller, id).await?;
+    // The current input round: a lagging cache could still show the previous one.
+    let task = find_current_task(state, caller, id).await?;
     let outstanding = task.outstanding_input_requests();
     let mut accepted = BTreeMap::new();
     for (key, response) in responses {

@@ -34,6 +34,16 @@ impl Frontend {
     /// empty list means `AUTH_MODE=none`; authorization is off unless `env` sets
     /// `AUTHORIZATION_MODE`) and waits until `/readyz` answers 200.
     pub async fn start(ns: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with_kubeconfig(ns, env, None).await
+    }
+
+    /// [`Frontend::start`] reaching the API server through `kubeconfig` instead of
+    /// `$KUBECONFIG` (e.g. through a [`crate::lag_proxy::LagProxy`]).
+    pub async fn start_with_kubeconfig(
+        ns: &str,
+        env: &[(&str, &str)],
+        kubeconfig: Option<&std::path::Path>,
+    ) -> Self {
         let bin = std::env::var("MTO_FRONTEND_BIN")
             .expect("MTO_FRONTEND_BIN is not set: run the integration tests through `make test`");
         let port = free_port();
@@ -58,6 +68,9 @@ impl Frontend {
         }
         for (name, value) in env {
             command.env(format!("MCP_FRONTEND_{name}"), value);
+        }
+        if let Some(kubeconfig) = kubeconfig {
+            command.env("KUBECONFIG", kubeconfig);
         }
         let child = command.spawn().expect("the front end binary starts");
         let mut frontend = Self {

@@ -219,6 +219,7 @@ pub mod faults;
 pub mod fixture_tools;
 pub mod frontend;
 pub mod kwok;
+pub mod lag_proxy;
 pub mod mcp_client;
 pub mod operator;
 pub mod stack;

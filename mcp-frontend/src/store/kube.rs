@@ -3,6 +3,11 @@
 //! writes so that its next read sees them before the watch does. Every API call is bounded by a
 //! timeout, and the watch starts afresh (a new list) when the API server is reachable again
 //! after an outage ([`crate::apihealth`]).
+//!
+//! Deletions: a task the watch reports deleted, or that a fresh list no longer holds, leaves the
+//! cache and the overlay at once, is published to subscribers with its deletion marked
+//! ([`crate::store::is_deleted`]), and an own write that raced the deletion is not kept
+//! ([`super::tombstones`]): nothing deleted is served again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -23,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use super::negative::NegativeCache;
+use super::tombstones::Tombstones;
 use super::{StoreError, TaskLookups, TaskStore};
 
 /// How long an own write is preferred over an older cache entry; by then the watch has
@@ -32,6 +38,9 @@ const OVERLAY_TTL: Duration = Duration::from_secs(60);
 const CHANGE_BUFFER: usize = 1024;
 /// Limit of one API call when none is configured (see [`KubeTaskStore::watched`]).
 pub const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A fresh list under way: when it began and what the cache held before it.
+type Relist = (Instant, Vec<Arc<DeserializeGuard<McpTask>>>);
 
 /// Tasks in one namespace, read through the watch cache.
 pub struct KubeTaskStore {
@@ -48,6 +57,10 @@ pub struct KubeTaskStore {
     /// IDs a direct read found missing a moment ago.
     misses: NegativeCache,
     lookups: TaskLookups,
+    /// Tasks seen deleted, so that an own write racing the deletion is not kept.
+    tombstones: Tombstones,
+    /// While the watch lists afresh: when the list began and what the cache held before it.
+    relist: Mutex<Option<Relist>>,
 }
 
 impl KubeTaskStore {
@@ -71,20 +84,9 @@ impl KubeTaskStore {
         mut reachable: watch::Receiver<bool>,
         api_timeout: Duration,
     ) -> (Arc<Self>, impl Future<Output = ()> + Send + use<>) {
-        let api = Api::namespaced(client.clone(), namespace);
-        let guarded: Api<DeserializeGuard<McpTask>> = Api::namespaced(client, namespace);
+        let guarded: Api<DeserializeGuard<McpTask>> = Api::namespaced(client.clone(), namespace);
         let (cache, mut writer) = reflector::store();
-        let store = Arc::new(Self {
-            api,
-            namespace: namespace.to_owned(),
-            cache,
-            overlay: Mutex::default(),
-            changes: broadcast::channel(CHANGE_BUFFER).0,
-            synced: AtomicBool::new(false),
-            api_timeout,
-            misses: NegativeCache::default(),
-            lookups: TaskLookups::default(),
-        });
+        let store = Arc::new(Self::over(client, namespace, cache, api_timeout));
         let driver = {
             let store = store.clone();
             async move {
@@ -121,6 +123,28 @@ impl KubeTaskStore {
         (store, driver)
     }
 
+    /// The store over `cache`, which the caller's reflector writer fills (see [`Self::apply`]).
+    fn over(
+        client: Client,
+        namespace: &str,
+        cache: Store<DeserializeGuard<McpTask>>,
+        api_timeout: Duration,
+    ) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_owned(),
+            cache,
+            overlay: Mutex::default(),
+            changes: broadcast::channel(CHANGE_BUFFER).0,
+            synced: AtomicBool::new(false),
+            api_timeout,
+            misses: NegativeCache::default(),
+            lookups: TaskLookups::default(),
+            tombstones: Tombstones::new(OVERLAY_TTL),
+            relist: Mutex::default(),
+        }
+    }
+
     /// One watch event: into the cache (the reflector's writer), then to subscribers.
     fn apply(
         &self,
@@ -142,15 +166,23 @@ impl KubeTaskStore {
             | watcher::Event::InitApply(DeserializeGuard(Err(invalid))) => {
                 tracing::warn!(error = %invalid, "skipping malformed McpTask");
             }
-            watcher::Event::InitDone => self.synced.store(true, Ordering::Release),
+            watcher::Event::Init => {
+                *self.relist.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((Instant::now(), self.cache.state()));
+            }
+            watcher::Event::InitDone => {
+                self.end_relist();
+                self.synced.store(true, Ordering::Release);
+            }
             // A deleted task no longer counts, even if this replica wrote it a moment ago.
             watcher::Event::Delete(DeserializeGuard(Ok(task))) => {
-                self.overlay
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&task.name_any());
+                let (name, uid) = (task.name_any(), task.uid());
+                self.deleted(&name, uid, Some(Arc::new(task)));
             }
-            watcher::Event::Init | watcher::Event::Delete(_) => {}
+            watcher::Event::Delete(DeserializeGuard(Err(invalid))) => {
+                let name = invalid.metadata.name.clone().unwrap_or_default();
+                self.deleted(&name, invalid.metadata.uid.clone(), None);
+            }
         }
     }
 
@@ -189,19 +221,37 @@ impl KubeTaskStore {
             }
             overlay.retain(|_, (at, _)| at.elapsed() < OVERLAY_TTL);
         }
+        // The watch shows the object: it exists (again, under a new UID, if it was deleted).
+        self.tombstones.remove(&task.name_any());
         self.misses.remove(&task.name_any());
         let _ = self.changes.send(task);
     }
 
+    /// An own write: kept in the overlay and published.
     fn remember(&self, task: McpTask) -> Arc<McpTask> {
         let task = Arc::new(task);
+        if self.keep(&task) {
+            let _ = self.changes.send(task.clone());
+        }
+        task
+    }
+
+    /// Puts `task`, as read or written through the API server, in the overlay, unless the
+    /// watch reported it deleted since (a write or read whose answer arrived after the delete
+    /// event: the object is gone, so it is not kept). Whether it was kept.
+    fn keep(&self, task: &Arc<McpTask>) -> bool {
+        if self
+            .tombstones
+            .hides(&task.name_any(), task.uid().as_deref(), Instant::now())
+        {
+            return false;
+        }
         self.overlay
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(task.name_any(), (Instant::now(), task.clone()));
         self.misses.remove(&task.name_any());
-        let _ = self.changes.send(task.clone());
-        task
+        true
     }
 
     fn cached(&self, id: &str) -> Option<Arc<McpTask>> {
@@ -288,6 +338,37 @@ impl TaskStore for KubeTaskStore {
         })
     }
 
+    fn get_current<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
+        Box::pin(async move {
+            let Some(cached) = self.cached(id) else {
+                return self.get(id).await;
+            };
+            if cached.is_terminal() || super::is_deleted(&cached) {
+                self.lookups.record("cache");
+                return Ok(Some(cached));
+            }
+            self.lookups.record("fresh");
+            let Some(read) = self.call("get", id, self.api.get_opt(id)).await? else {
+                // Deleted since the cache saw it: its delete event is on the way.
+                return Ok(None);
+            };
+            let read = Arc::new(read);
+            // A watch event may have brought a newer state while the read was under way.
+            let newest = match self.cached(id) {
+                Some(seen) if is_newer(&seen, &read) => seen,
+                _ => read,
+            };
+            if is_newer(&newest, &cached) {
+                // This replica's next reads (listen notifications among them) start from it.
+                self.keep(&newest);
+            }
+            Ok(Some(newest))
+        })
+    }
+
     fn merge_input_responses<'a>(
         &'a self,
         id: &'a str,
@@ -349,5 +430,8 @@ impl TaskStore for KubeTaskStore {
     }
 }
 
+mod deleted;
+#[cfg(test)]
+mod deletion_tests;
 #[cfg(test)]
 mod tests;

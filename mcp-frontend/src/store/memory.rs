@@ -66,6 +66,26 @@ impl MemoryStore {
         let _ = self.changes.send(task);
     }
 
+    /// Deletes the task `id` as the API server would, seen by the watch: gone from the store,
+    /// remembered as missing, and published once more marked deleted
+    /// ([`crate::store::is_deleted`]).
+    pub fn delete(&self, id: &str) {
+        let removed = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        self.misses.insert(id, Instant::now());
+        if let Some(last) = removed {
+            let mut tombstone = McpTask::clone(&last);
+            tombstone
+                .metadata
+                .deletion_timestamp
+                .get_or_insert_with(|| Time(Timestamp::now()));
+            let _ = self.changes.send(Arc::new(tombstone));
+        }
+    }
+
     /// Makes each later create take `latency` before the task is stored and returned.
     pub fn set_create_latency(&self, latency: Duration) {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);

@@ -3,7 +3,8 @@
 //! costs no API read.
 //!
 //! It never hides a task that exists: the store drops an ID from here when its watch sees the
-//! task or this replica creates it, and only caches an ID after a direct read answered 404.
+//! task or this replica creates it, and only caches an ID after a direct read answered 404 or
+//! the watch reported the task deleted.
 //! Task IDs are 192 random bits (160 in IDs of earlier releases), known to nobody before their
 //! create returns, so nobody but a guesser can ask for an ID before its task exists; a miss
 //! recorded for an ID is therefore never followed by a task of that ID on another replica

@@ -208,8 +208,8 @@ async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
 }
 
 #[tokio::test]
-async fn polling_faster_than_the_configured_rate_gets_retry_after() {
-    let (state, store) = test_state_with(&[("POLL_RATE_PER_SECOND", "1")]);
+async fn polling_a_task_faster_than_its_interval_gets_retry_after() {
+    let (state, store) = test_state_with(&[("POLL_BURST_PER_TASK", "2")]);
     let id = stored_task(&store, anonymous(), working());
     for _ in 0..2 {
         let (_, body) = get_task(&state, &id).await;
