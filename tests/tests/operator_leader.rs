@@ -140,6 +140,13 @@ async fn a_leader_cut_off_the_api_server_stops_before_the_standby_leads() {
             "the old leader stopped at {stopped_at}, after the standby took over at {acquired}"
         );
 
+        eprintln!(
+            "leader cut off: stopped {:.1} s after the cut; {new} led {:.1} s after the cut, \
+             {:.1} s after the last renewal",
+            stopped.as_secs_f64(),
+            took_over.as_secs_f64(),
+            acquired.duration_since(last_renewal).as_secs_f64(),
+        );
         for (seconds, label) in [(5, "after-a"), (10, "after-b")] {
             tasks.push(task(&client, &ns, seconds, label).await);
         }
@@ -165,8 +172,13 @@ async fn a_leader_cut_off_the_api_server_stops_before_the_standby_leads() {
         recorder.assert_terminal_statuses_never_change();
         let all_done = cut.elapsed();
 
-        // Healed, the cut pod comes back Ready, live and standing by.
-        assert!(partition.heal(), "the iptables rules are removed");
+        // Healed, the cut pod comes back Ready, live and standing by. Its first process
+        // exited: reach the pod's network namespace through the restarted container's.
+        let pid = container_pid(&pods.get(&old).await.expect("the cut pod"), "operator");
+        assert!(
+            partition.through(pid).heal(),
+            "the iptables rules are removed"
+        );
         let healed = Instant::now();
         while !pods_ready(&client, &ns, OPERATOR, 2).await {
             assert!(
