@@ -235,7 +235,7 @@ mod tests {
             .oneshot(get("/api/v1/namespaces/a/pods"))
             .await
             .expect("a head");
-        let err = response.into_body().collect().await.err().expect("fails");
+        let err = response.into_body().collect().await.expect_err("fails");
         assert_eq!(started.elapsed(), Duration::from_secs(10));
         assert!(err.to_string().contains("did not answer"), "{err}");
     }
