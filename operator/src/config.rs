@@ -37,8 +37,26 @@ pub struct Config {
     /// `POD_NAMESPACE`, else `default`).
     pub lease_namespace: String,
     /// How long a leader's Lease stays valid without renewal
-    /// (`MCP_OPERATOR_LEASE_DURATION_SECONDS`, default 15).
+    /// (`MCP_OPERATOR_LEASE_DURATION_SECONDS`, default 15, at most 3600). A standby takes the
+    /// Lease over once it has gone this long without a renewal.
     pub lease_duration: Duration,
+    /// How long the leader keeps acting without a successful renewal: past it, it stops its
+    /// controllers and exits (`MCP_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS`, default two thirds
+    /// of the lease duration, 10 s for 15 s). Must be below the lease duration, so the leader
+    /// stops before a standby can take the Lease over.
+    pub lease_renew_deadline: Duration,
+    /// Time between two attempts on the Lease, acquiring or renewing
+    /// (`MCP_OPERATOR_LEASE_RETRY_PERIOD_SECONDS`, default a fifth of the renew deadline, 2 s
+    /// for 15 s). Must be below the renew deadline.
+    pub lease_retry_period: Duration,
+    /// Deadline of every Kubernetes API call but watches and followed logs: a call the API
+    /// server does not answer in time fails and is retried (`MCP_OPERATOR_API_TIMEOUT_SECONDS`,
+    /// default 10, from 1 to 300). Lease calls also end at the renew deadline.
+    pub api_timeout: Duration,
+    /// How long one reconcile may run before the liveness probe (`/healthz`) fails and the
+    /// kubelet restarts the operator (`MCP_OPERATOR_RECONCILE_STALL_SECONDS`, default 120, more
+    /// than the API timeout, at most 86400).
+    pub reconcile_stall: Duration,
     /// This replica's identity in the Lease (`POD_NAME`, else the host name, else `operator`).
     pub identity: String,
     /// What `McpTool` pod templates may not ask for (`MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS`,
@@ -100,6 +118,42 @@ impl Config {
             .1
             .or_else(|| lookup("POD_NAMESPACE"))
             .unwrap_or_else(|| "default".to_owned());
+        let lease_duration = bounded(var("LEASE_DURATION_SECONDS"), 15, 3600)?;
+        let lease_renew_deadline = match var("LEASE_RENEW_DEADLINE_SECONDS") {
+            (_, None) => lease_duration * 2 / 3,
+            set => bounded(set, 1, 3600)?,
+        };
+        if lease_renew_deadline >= lease_duration {
+            return Err(ConfigError {
+                name: format!("{ENV_PREFIX}LEASE_RENEW_DEADLINE_SECONDS"),
+                value: lease_renew_deadline.as_secs().to_string(),
+                expected: "fewer seconds than MCP_OPERATOR_LEASE_DURATION_SECONDS (the leader \
+                           must stop before a standby can take the Lease over)",
+            });
+        }
+        let lease_retry_period = match var("LEASE_RETRY_PERIOD_SECONDS") {
+            (_, None) => lease_renew_deadline / 5,
+            set => bounded(set, 1, 3600)?,
+        };
+        if lease_retry_period >= lease_renew_deadline {
+            return Err(ConfigError {
+                name: format!("{ENV_PREFIX}LEASE_RETRY_PERIOD_SECONDS"),
+                value: lease_retry_period.as_secs().to_string(),
+                expected: "fewer seconds than the renew deadline \
+                           (MCP_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS, default two thirds of \
+                           MCP_OPERATOR_LEASE_DURATION_SECONDS)",
+            });
+        }
+        let api_timeout = bounded(var("API_TIMEOUT_SECONDS"), 10, 300)?;
+        let reconcile_stall = bounded(var("RECONCILE_STALL_SECONDS"), 120, MAX_GRACE_SECONDS)?;
+        if reconcile_stall <= api_timeout {
+            return Err(ConfigError {
+                name: format!("{ENV_PREFIX}RECONCILE_STALL_SECONDS"),
+                value: reconcile_stall.as_secs().to_string(),
+                expected: "more seconds than MCP_OPERATOR_API_TIMEOUT_SECONDS (a reconcile \
+                           makes API calls of up to that long)",
+            });
+        }
         Ok(Self {
             namespace,
             http_addr: parse(
@@ -121,7 +175,11 @@ impl Config {
                 .1
                 .unwrap_or_else(|| "mcp-task-operator".to_owned()),
             lease_namespace,
-            lease_duration: Duration::from_secs(positive(var("LEASE_DURATION_SECONDS"), 15)?),
+            lease_duration,
+            lease_renew_deadline,
+            lease_retry_period,
+            api_timeout,
+            reconcile_stall,
             identity,
             tool_policy: ToolPolicy {
                 forbidden_service_accounts: account_names(var("FORBIDDEN_SERVICE_ACCOUNTS"))?,
@@ -215,6 +273,24 @@ fn is_dns_subdomain(name: &str) -> bool {
         && bytes.iter().all(|&b| alnum(b) || b == b'-' || b == b'.')
 }
 
+/// A whole number of seconds from 1 to `max`.
+fn bounded(var: (String, Option<String>), default: u64, max: u64) -> Result<Duration, ConfigError> {
+    let name = var.0.clone();
+    let value = parse::<u64>(var, &default.to_string(), "a positive integer")?;
+    if value == 0 || value > max {
+        return Err(ConfigError {
+            name,
+            value: value.to_string(),
+            expected: match max {
+                300 => "a number of seconds from 1 to 300",
+                3600 => "a number of seconds from 1 to 3600",
+                _ => "a number of seconds from 1 to 86400",
+            },
+        });
+    }
+    Ok(Duration::from_secs(value))
+}
+
 fn positive(var: (String, Option<String>), default: u64) -> Result<u64, ConfigError> {
     let name = var.0.clone();
     let value = parse::<u64>(var, &default.to_string(), "a positive integer")?;
@@ -253,6 +329,10 @@ mod tests {
         assert_eq!(c.lease_name, "mcp-task-operator");
         assert_eq!(c.lease_namespace, "default");
         assert_eq!(c.lease_duration, Duration::from_secs(15));
+        assert_eq!(c.lease_renew_deadline, Duration::from_secs(10));
+        assert_eq!(c.lease_retry_period, Duration::from_secs(2));
+        assert_eq!(c.api_timeout, Duration::from_secs(10));
+        assert_eq!(c.reconcile_stall, Duration::from_secs(120));
         assert_eq!(c.identity, "operator");
         assert_eq!(c.tool_policy, ToolPolicy::default());
         assert_eq!(c.image_pull_grace, Duration::from_secs(120));
@@ -355,6 +435,43 @@ mod tests {
         );
         assert!(config(&[("MCP_OPERATOR_LEASE_DURATION_SECONDS", "0")]).is_err());
         assert!(config(&[("MCP_OPERATOR_HTTP_ADDR", "localhost")]).is_err());
+    }
+
+    #[test]
+    fn the_leader_stops_before_its_lease_can_be_taken_over() {
+        let c = config(&[("MCP_OPERATOR_LEASE_DURATION_SECONDS", "4")]).unwrap();
+        assert!(c.lease_retry_period < c.lease_renew_deadline);
+        assert!(c.lease_renew_deadline < c.lease_duration);
+        let c = config(&[
+            ("MCP_OPERATOR_LEASE_DURATION_SECONDS", "30"),
+            ("MCP_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS", "20"),
+            ("MCP_OPERATOR_LEASE_RETRY_PERIOD_SECONDS", "5"),
+            ("MCP_OPERATOR_API_TIMEOUT_SECONDS", "300"),
+            ("MCP_OPERATOR_RECONCILE_STALL_SECONDS", "301"),
+        ])
+        .unwrap();
+        assert_eq!(c.lease_renew_deadline, Duration::from_secs(20));
+        assert_eq!(c.lease_retry_period, Duration::from_secs(5));
+        assert_eq!(c.api_timeout, Duration::from_secs(300));
+        assert_eq!(c.reconcile_stall, Duration::from_secs(301));
+        let err = config(&[("MCP_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS", "15")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS");
+        assert!(
+            err.to_string()
+                .contains("fewer seconds than MCP_OPERATOR_LEASE_DURATION")
+        );
+        let err = config(&[("MCP_OPERATOR_LEASE_RETRY_PERIOD_SECONDS", "10")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_LEASE_RETRY_PERIOD_SECONDS");
+        let err = config(&[("MCP_OPERATOR_API_TIMEOUT_SECONDS", "301")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("a number of seconds from 1 to 300"),
+            "{err}"
+        );
+        let err = config(&[("MCP_OPERATOR_RECONCILE_STALL_SECONDS", "10")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_RECONCILE_STALL_SECONDS");
+        let err = config(&[("MCP_OPERATOR_LEASE_DURATION_SECONDS", "3601")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_LEASE_DURATION_SECONDS");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 use crate::config::Config;
 use crate::controller::FIELD_MANAGER;
 use crate::controller::mcp_task::follow::{Followers, lock};
+use crate::liveness::Liveness;
 use crate::metrics::Metrics;
 
 /// A reference to an McpTask as the McpTask controller watches it (through a guard that turns
@@ -38,6 +39,8 @@ pub struct Context {
     pub trigger: UnboundedSender<TaskRef>,
     /// The McpTool controller's cache of tools, once that controller runs.
     pub tools: OnceLock<Store<DeserializeGuard<McpTool>>>,
+    /// Where reconciles record that they run, for the liveness probe.
+    pub liveness: Arc<Liveness>,
     last_writes: Mutex<HashMap<String, Instant>>,
 }
 
@@ -69,8 +72,16 @@ impl Context {
             followers: Followers::default(),
             trigger,
             tools: OnceLock::new(),
+            liveness: Arc::default(),
             last_writes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same context, recording its reconciles in `liveness` (the probe server's).
+    #[must_use]
+    pub fn with_liveness(mut self, liveness: Arc<Liveness>) -> Self {
+        self.liveness = liveness;
+        self
     }
 
     /// Time since the last status write of the task with `uid`, if this replica made one.

@@ -1,5 +1,5 @@
-//! The operator's small HTTP server: `/healthz` (the process runs), `/readyz` (startup checks
-//! passed) and `/metrics` (Prometheus text format).
+//! The operator's small HTTP server: `/healthz` (liveness: no reconcile and no leader-election
+//! step is stalled, see [`crate::liveness`]), `/readyz` (startup checks passed) and `/metrics` (Prometheus text format).
 
 use axum::Router;
 use axum::extract::State as AxumState;
@@ -19,8 +19,14 @@ pub fn app(state: State) -> Router {
         .with_state(state)
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+async fn healthz(AxumState(state): AxumState<State>) -> Response {
+    match state.liveness().check(std::time::Instant::now()) {
+        Ok(()) => "ok".into_response(),
+        Err(stalled) => {
+            tracing::error!(%stalled, "liveness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, stalled).into_response()
+        }
+    }
 }
 
 async fn readyz(AxumState(state): AxumState<State>) -> Response {
@@ -55,7 +61,10 @@ mod tests {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
 
+    use std::time::Duration;
+
     use super::*;
+    use crate::liveness::Liveness;
 
     async fn get_path(state: &State, path: &str) -> (StatusCode, String) {
         let request = Request::get(path).body(Body::empty()).unwrap();
@@ -66,10 +75,38 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn healthz_is_always_ok() {
+    async fn healthz_is_ok_when_idle() {
         assert_eq!(
             get_path(&State::default(), "/healthz").await,
             (StatusCode::OK, "ok".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_while_a_reconcile_is_stalled() {
+        let state = State::new(Liveness::new(Duration::ZERO, Duration::from_secs(60)));
+        let liveness = state.liveness();
+        let stuck = liveness.reconcile_started("mcptask");
+        std::thread::sleep(Duration::from_millis(5));
+        let (status, body) = get_path(&state, "/healthz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            body.starts_with("a mcptask reconcile has been running"),
+            "{body}"
+        );
+        drop(stuck);
+        assert_eq!(get_path(&state, "/healthz").await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_when_the_election_loop_stops() {
+        let state = State::new(Liveness::new(Duration::from_secs(60), Duration::ZERO));
+        std::thread::sleep(Duration::from_millis(5));
+        let (status, body) = get_path(&state, "/healthz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            body.starts_with("the leader-election loop has taken no step"),
+            "{body}"
         );
     }
 

@@ -1,17 +1,26 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease: one replica runs the controllers, the
 //! standby takes over once the leader's Lease has not been renewed for its duration.
 //!
+//! The leader stops acting first: when no renewal has succeeded for the renew deadline (below
+//! the lease duration, checked at startup), [`keep`] returns and the process exits, so no two
+//! replicas ever act together. Every attempt on the Lease is bounded by that deadline (and
+//! every API call by the client's own, see [`crate::deadline`]): a renewal that hangs cannot
+//! keep a leader acting.
+//!
 //! NB: Leases are the one place where get-then-replace is right: the resourceVersion makes the
 //! replace fail if another replica wrote the Lease in between, which is the whole point.
 
+use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
+use tokio::time::Instant;
 
 use crate::error::{Error, KubeOp, Result};
+use crate::liveness::Liveness;
 
 /// What a replica should do with the Lease as it found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,32 +142,124 @@ pub async fn try_hold(
     }
 }
 
-/// Waits until this replica holds the Lease, retrying every third of its duration.
-pub async fn acquire(api: &Api<Lease>, name: &str, identity: &str, duration: Duration) {
-    loop {
-        match try_hold(api, name, identity, duration).await {
-            Ok(true) => return,
-            Ok(false) => tracing::debug!(lease = name, "standing by"),
-            Err(e) => tracing::warn!(error = %e, "failed to acquire the leader Lease"),
+/// When a replica tries the Lease and how long it may lead without renewing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// How long the Lease stays valid without renewal (what a standby waits for).
+    pub lease_duration: Duration,
+    /// How long the leader keeps acting without a successful renewal; below `lease_duration`.
+    pub renew_deadline: Duration,
+    /// Time between two attempts; below `renew_deadline`.
+    pub retry_period: Duration,
+}
+
+impl Timing {
+    /// The timing the configuration sets.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            lease_duration: config.lease_duration,
+            renew_deadline: config.lease_renew_deadline,
+            retry_period: config.lease_retry_period,
         }
-        tokio::time::sleep(duration / 3).await;
     }
 }
 
-/// Renews the Lease every third of its duration; returns when leadership is lost (a renewal
-/// was refused, or none succeeded for a whole duration), after which the process must stop.
-pub async fn keep(api: &Api<Lease>, name: &str, identity: &str, duration: Duration) {
-    let mut last_renewal = tokio::time::Instant::now();
+/// Why a leader stopped leading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// Another replica holds the Lease now.
+    TakenOver,
+    /// No renewal succeeded within the renew deadline (the API server did not answer, or
+    /// refused): the leader must stop before a standby may take the Lease over.
+    RenewDeadline,
+}
+
+/// Waits until this replica holds the Lease, trying every retry period. Returns when the
+/// attempt that acquired it started: the Lease it wrote is valid from no earlier than that.
+pub async fn acquire(
+    api: &Api<Lease>,
+    name: &str,
+    identity: &str,
+    timing: Timing,
+    liveness: &Liveness,
+) -> Instant {
+    acquire_with(timing, liveness, || {
+        try_hold(api, name, identity, timing.lease_duration)
+    })
+    .await
+}
+
+/// [`acquire`] with `attempt` trying the Lease once.
+pub async fn acquire_with<F, Fut>(timing: Timing, liveness: &Liveness, mut attempt: F) -> Instant
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool>>,
+{
     loop {
-        tokio::time::sleep(duration / 3).await;
-        match try_hold(api, name, identity, duration).await {
-            Ok(true) => last_renewal = tokio::time::Instant::now(),
-            Ok(false) => return,
-            Err(e) => tracing::warn!(error = %e, "failed to renew the leader Lease"),
+        let started = Instant::now();
+        // An attempt on an API server that does not answer ends at the renew deadline.
+        match tokio::time::timeout(timing.renew_deadline, attempt()).await {
+            Ok(Ok(true)) => {
+                liveness.election_step();
+                return started;
+            }
+            Ok(Ok(false)) => tracing::debug!("standing by"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "failed to acquire the leader Lease"),
+            Err(_) => tracing::warn!(
+                timeout_s = timing.renew_deadline.as_secs_f64(),
+                "an attempt to acquire the leader Lease did not finish in time"
+            ),
         }
-        if last_renewal.elapsed() >= duration {
-            return;
+        liveness.election_step();
+        tokio::time::sleep(timing.retry_period).await;
+    }
+}
+
+/// Renews the Lease every retry period; returns when this replica must stop leading: a
+/// renewal found another holder, or none succeeded within the renew deadline of the start of
+/// the last one that did (`acquired`, for the first). Every attempt ends by that deadline,
+/// however the API server behaves, so the leader stops before the Lease it last wrote expires.
+pub async fn keep(
+    api: &Api<Lease>,
+    name: &str,
+    identity: &str,
+    timing: Timing,
+    liveness: &Liveness,
+    acquired: Instant,
+) -> Lost {
+    keep_with(timing, liveness, acquired, || {
+        try_hold(api, name, identity, timing.lease_duration)
+    })
+    .await
+}
+
+/// [`keep`] with `attempt` trying the Lease once.
+pub async fn keep_with<F, Fut>(
+    timing: Timing,
+    liveness: &Liveness,
+    acquired: Instant,
+    mut attempt: F,
+) -> Lost
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool>>,
+{
+    // The Lease we last wrote says "renewed" at a time no earlier than this.
+    let mut renewed = acquired;
+    loop {
+        let deadline = renewed + timing.renew_deadline;
+        tokio::time::sleep_until(deadline.min(Instant::now() + timing.retry_period)).await;
+        let started = Instant::now();
+        if started >= deadline {
+            return Lost::RenewDeadline;
         }
+        match tokio::time::timeout_at(deadline, attempt()).await {
+            Ok(Ok(true)) => renewed = started,
+            Ok(Ok(false)) => return Lost::TakenOver,
+            Ok(Err(e)) => tracing::warn!(error = %e, "failed to renew the leader Lease"),
+            Err(_) => tracing::warn!("a renewal of the leader Lease did not finish in time"),
+        }
+        liveness.election_step();
     }
 }
 
@@ -198,6 +299,101 @@ mod tests {
 
     fn at(s: &str) -> Timestamp {
         s.parse().unwrap()
+    }
+
+    const TIMING: Timing = Timing {
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
+    };
+
+    /// Attempts that answer `true` `renewals` times, then as `then` says.
+    fn attempts(
+        renewals: usize,
+        then: Option<bool>,
+    ) -> impl FnMut() -> futures::future::BoxFuture<'static, Result<bool>> {
+        let mut made = 0;
+        move || {
+            made += 1;
+            let answer = if made <= renewals { Some(true) } else { then };
+            Box::pin(async move {
+                match answer {
+                    Some(held) => Ok(held),
+                    // An API server that never answers.
+                    None => std::future::pending().await,
+                }
+            })
+        }
+    }
+
+    /// The old loop awaited a renewal without a deadline: one that hung kept the leader acting
+    /// past the Lease's expiry. Now it stops at the renew deadline of its last renewal's start.
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_renewal_stops_the_leader_before_the_lease_expires() {
+        let acquired = Instant::now();
+        let lost = keep_with(TIMING, &Liveness::default(), acquired, attempts(2, None)).await;
+        assert_eq!(lost, Lost::RenewDeadline);
+        // Renewed at 2 s and 4 s; the third attempt (at 6 s) hangs: stop at 4 + 10 s.
+        assert_eq!(acquired.elapsed(), Duration::from_secs(14));
+        assert!(acquired.elapsed() < Duration::from_secs(4) + TIMING.lease_duration);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failing_renewals_stop_the_leader_at_the_renew_deadline() {
+        let acquired = Instant::now();
+        let failing = || async {
+            Err(Error::MissingField {
+                kind: "Lease",
+                field: "spec",
+            })
+        };
+        let lost = keep_with(TIMING, &Liveness::default(), acquired, failing).await;
+        assert_eq!(lost, Lost::RenewDeadline);
+        assert_eq!(acquired.elapsed(), TIMING.renew_deadline);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_taken_over_stops_the_leader_at_once() {
+        let acquired = Instant::now();
+        let lost = keep_with(
+            TIMING,
+            &Liveness::default(),
+            acquired,
+            attempts(1, Some(false)),
+        )
+        .await;
+        assert_eq!(lost, Lost::TakenOver);
+        assert_eq!(acquired.elapsed(), 2 * TIMING.retry_period);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_that_renews_keeps_leading() {
+        let kept = tokio::time::timeout(
+            Duration::from_secs(3600),
+            keep_with(TIMING, &Liveness::default(), Instant::now(), || async {
+                Ok(true)
+            }),
+        )
+        .await;
+        assert!(kept.is_err(), "still leading after an hour of renewals");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_attempt_to_acquire_ends_and_is_retried() {
+        let begun = Instant::now();
+        let mut answers = [None, Some(false), Some(true)].into_iter();
+        let acquired = acquire_with(TIMING, &Liveness::default(), move || {
+            let answer = answers.next().expect("three attempts");
+            async move {
+                match answer {
+                    Some(held) => Ok(held),
+                    None => std::future::pending().await,
+                }
+            }
+        })
+        .await;
+        // Hangs until the renew deadline (10 s), retry at 12 s (stand by), at 14 s acquired.
+        assert_eq!(acquired - begun, Duration::from_secs(14));
     }
 
     #[test]

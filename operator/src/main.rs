@@ -9,8 +9,9 @@ use kube::api::ListParams;
 use mcp_task_operator::config::Config;
 use mcp_task_operator::context::Context;
 use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
+use mcp_task_operator::liveness::Liveness;
 use mcp_task_operator::state::State;
-use mcp_task_operator::{http, leader, telemetry};
+use mcp_task_operator::{deadline, http, leader, telemetry};
 use mcp_task_operator_crds::{McpTask, McpTool};
 use tokio::sync::watch;
 
@@ -20,7 +21,12 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 async fn main() -> Result<(), BoxError> {
     telemetry::init();
     let config = Arc::new(Config::from_env()?);
-    let state = State::default();
+    let timing = leader::Timing::from_config(&config);
+    let state = State::new(Liveness::new(
+        config.reconcile_stall,
+        election_limit(&config),
+    ));
+    let liveness = state.liveness();
     let shutdown = shutdown_signal()?;
 
     let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
@@ -32,7 +38,7 @@ async fn main() -> Result<(), BoxError> {
         }
     });
 
-    let client = kube::Client::try_default().await?;
+    let client = deadline::client(kube::Config::infer().await?, config.api_timeout)?;
     // An answer that the CRDs are missing or unreadable is a set-up error: say so and stop. An
     // API server that does not answer (restarting, unreachable) is waited for, not-ready.
     loop {
@@ -48,6 +54,7 @@ async fn main() -> Result<(), BoxError> {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot check the CRDs yet; retrying in 2 s");
+                liveness.election_step();
                 tokio::select! {
                     () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
                     () = wait(shutdown.clone()) => return Ok(()),
@@ -58,37 +65,50 @@ async fn main() -> Result<(), BoxError> {
     state.set_ready(true);
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
-    let (lease, me, duration) = (&config.lease_name, &config.identity, config.lease_duration);
-    tokio::select! {
-        () = leader::acquire(&leases, lease, me, duration) => {}
+    let (lease, me) = (&config.lease_name, &config.identity);
+    let acquired = tokio::select! {
+        acquired = leader::acquire(&leases, lease, me, timing, &liveness) => acquired,
         () = wait(shutdown.clone()) => return Ok(()),
-    }
+    };
     state.metrics().set_leader(true);
     tracing::info!(identity = %me, "became leader; starting controllers");
 
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        state.metrics(),
-        config.clone(),
-        trigger,
-    ));
+    let ctx = Arc::new(
+        Context::new(client.clone(), state.metrics(), config.clone(), trigger)
+            .with_liveness(Arc::clone(&liveness)),
+    );
     let controllers = futures::future::join3(
         mcp_task::run(Arc::clone(&ctx), triggers, wait(shutdown.clone())),
         mcp_tool::run(Arc::clone(&ctx), wait(shutdown.clone())),
         mcp_server::run(ctx, wait(shutdown.clone())),
     );
     let lost = tokio::select! {
-        _ = controllers => false,
-        () = leader::keep(&leases, lease, me, duration) => true,
+        _ = controllers => None,
+        lost = leader::keep(&leases, lease, me, timing, &liveness, acquired) => Some(lost),
     };
     state.metrics().set_leader(false);
-    if lost {
-        tracing::error!("lost the leader Lease; exiting so that a standby takes over");
+    if let Some(lost) = lost {
+        // Exiting stops everything this replica does at once: the controllers, the log
+        // followers and the API calls in flight. The pod restarts as a standby.
+        tracing::error!(
+            ?lost,
+            led_for_s = acquired.elapsed().as_secs_f64(),
+            "lost the leader Lease; stopped acting, exiting so that a standby takes over"
+        );
         std::process::exit(1);
     }
     leader::release(&leases, lease, me).await;
     Ok(())
+}
+
+/// Longest the election loop may go without a step before `/healthz` fails: a step comes at
+/// least every retry period plus an attempt (bounded by the renew deadline), or every 2 s plus
+/// two API calls while the CRDs are checked; a lease duration more is slack.
+fn election_limit(config: &Config) -> std::time::Duration {
+    let lease = config.lease_retry_period + config.lease_renew_deadline;
+    let crds = std::time::Duration::from_secs(2) + 2 * config.api_timeout;
+    lease.max(crds) + config.lease_duration
 }
 
 /// Checks that both CRDs are served and readable with our RBAC.

@@ -182,6 +182,14 @@ impl Partition {
         out.status.success()
     }
 
+    /// The same rules, reached through process `pid` from now on: another process in the same
+    /// network namespace (the pod's), for when the process the cut entered through has exited
+    /// (its container restarted).
+    pub fn through(mut self, pid: u32) -> Self {
+        self.pid = pid;
+        self
+    }
+
     /// Removes the rules (what dropping does), saying whether every one was removed.
     pub fn heal(mut self) -> bool {
         self.remove()

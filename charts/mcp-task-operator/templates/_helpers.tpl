@@ -133,6 +133,16 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if and (eq $auth.mode "tokenreview") (not $auth.tokenReview.audiences) }}
 {{- fail "frontend.auth.mode=tokenreview needs frontend.auth.tokenReview.audiences: tokens for the API server's own audience are never accepted" }}
 {{- end }}
+{{- $opc := .Values.operator.config }}
+{{- if ge (int $opc.leaseRenewDeadlineSeconds) (int $opc.leaseDurationSeconds) }}
+{{- fail "operator.config.leaseRenewDeadlineSeconds must be below operator.config.leaseDurationSeconds: the leader must stop before a standby may take the Lease over" }}
+{{- end }}
+{{- if ge (int $opc.leaseRetryPeriodSeconds) (int $opc.leaseRenewDeadlineSeconds) }}
+{{- fail "operator.config.leaseRetryPeriodSeconds must be below operator.config.leaseRenewDeadlineSeconds" }}
+{{- end }}
+{{- if le (int $opc.reconcileStallSeconds) (int $opc.apiTimeoutSeconds) }}
+{{- fail "operator.config.reconcileStallSeconds must be above operator.config.apiTimeoutSeconds" }}
+{{- end }}
 {{- end }}
 
 {{/* The PodDisruptionBudget spec body. Argument: the component's podDisruptionBudget values. */}}

@@ -20,7 +20,8 @@ pub mod mcp_tool;
 pub const FIELD_MANAGER: &str = "mcp-task-operator";
 
 /// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An
-/// object the operator cannot even parse gets a Warning Event and waits for a change.
+/// object the operator cannot even parse gets a Warning Event and waits for a change. The run
+/// counts as in flight for the liveness probe until it ends.
 pub async fn reconcile_guarded<'a, K, F, Fut>(
     guard: &'a DeserializeGuard<K>,
     ctx: &Context,
@@ -34,6 +35,7 @@ where
     Fut: Future<Output = Result<Action>>,
 {
     let started = std::time::Instant::now();
+    let _running = ctx.liveness.reconcile_started(controller);
     let result = match &guard.0 {
         Ok(obj) => reconcile(obj).await,
         Err(invalid) => {
