@@ -108,8 +108,7 @@ fn start_inputs_serialize_as_mcp_input_requests() {
 fn the_schema_bounds_are_the_documented_constants() {
     use kube::CustomResourceExt;
     let crd = serde_json::to_value(McpTool::crd()).expect("CRD as JSON");
-    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-        ["properties"];
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
     let bounds = |field: &str| {
         (
             spec[field]["minimum"].as_f64(),

@@ -2,12 +2,13 @@
 //! and the front end both parse each input request into rmcp's `InputRequest` and serialize it
 //! again, and compare the two with [`first_loss`] (this crate holds no rmcp).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The first JSON pointer at which `original` holds something `shown` does not, or `None`
 /// when every member of `original` is in `shown` unchanged. `shown` may hold more members
-/// (a typed model may add a default, such as an elicitation's `mode`); numbers compare by
-/// value, so `1.0` and `1` are the same.
+/// (a typed model may add a default, such as an elicitation's `mode`), and may leave out a
+/// member whose value is an empty object; numbers compare by value, so `1.0` and `1` are the
+/// same.
 pub fn first_loss(original: &Value, shown: &Value) -> Option<String> {
     loss_at(original, shown, String::new())
 }
@@ -18,6 +19,8 @@ fn loss_at(original: &Value, shown: &Value, at: String) -> Option<String> {
             let path = format!("{at}/{k}");
             match shown.get(k) {
                 Some(s) => loss_at(v, s, path),
+                // An empty object says nothing a missing member does not (`"params": {}`).
+                None if v.as_object().is_some_and(Map::is_empty) => None,
                 None => Some(path),
             }
         }),
@@ -49,5 +52,9 @@ mod tests {
         let changed = json!({"a": {"b": [1]}, "d": 1});
         assert_eq!(first_loss(&original, &changed).as_deref(), Some("/a/b"));
         assert_eq!(first_loss(&json!(1), &json!("1")).as_deref(), Some("/"));
+        let empty = json!({"method": "roots/list", "params": {}});
+        assert_eq!(first_loss(&empty, &json!({"method": "roots/list"})), None);
+        let meta = json!({"params": {"_meta": {"a": 1}}});
+        assert_eq!(first_loss(&meta, &json!({})).as_deref(), Some("/params"));
     }
 }

@@ -340,6 +340,21 @@ mod tests {
     }
 
     #[test]
+    fn a_well_formed_request_the_wire_types_cannot_carry_is_refused_as_such() {
+        for property in [
+            json!({"type": "string", "format": "hostname"}),
+            json!({"type": "array", "items": {"type": "number"}}),
+        ] {
+            let request = form(json!({"type": "object", "properties": {"a": property}}));
+            let err = validate_input_request(&request).unwrap_err();
+            assert!(
+                matches!(err, InputRequestError::NotCarriable { .. }),
+                "{request}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
     fn elicitation_urls_must_be_https_with_a_host() {
         assert_eq!(
             check_elicitation_url("https://example.com/auth?x=1"),
