@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::mcp_client::{Mcp, Reply, TASKS_EXTENSION, WAIT, framed};
 use mcp_task_operator_tests::operator::{Operator, create_tool, ensure_example_images, shell_tool};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_tests::{TEST_FIELD_MANAGER, ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// An operator leading in `ns` and a front end serving it.
@@ -87,23 +87,44 @@ const QUICK: &str =
 /// Runs until cancelled.
 const SLOW: &str = r#"while [ ! -s /var/run/mcp/cancel-requested ]; do sleep 0.2; done"#;
 
+/// Server-side applies `tool` until it is stored with `immediateResultMs`: suites run at the
+/// same time on the shared cluster apply their own copy of the CRDs, and a copy from before
+/// the field existed prunes it.
+async fn apply_with_field(client: &Client, tools: &Api<McpTool>, tool: &McpTool, ms: i64) {
+    let name = tool.metadata.name.clone().expect("name");
+    for _ in 0..10 {
+        ensure_crds(client).await;
+        tools
+            .patch(
+                &name,
+                &PatchParams::apply(TEST_FIELD_MANAGER).force(),
+                &Patch::Apply(tool),
+            )
+            .await
+            .expect("apply tool");
+        if tools
+            .get(&name)
+            .await
+            .expect("tool")
+            .spec
+            .immediate_result_ms
+            == ms
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("McpTool {name} keeps losing immediateResultMs: another CRD copy is applied");
+}
+
 #[tokio::test]
 async fn immediate_result_answers_a_quick_task_plainly_and_a_slow_one_with_its_handle() {
     with_temp_ns("gaps-immediate", |client, ns| async move {
         let (_operator, _frontend, mcp) = setup(&client, &ns).await;
-        let quick = json!({"immediateResultMs": 30_000});
-        create_tool(&client, &ns, &shell_tool("quick", QUICK, quick)).await;
-        let slow = json!({"immediateResultMs": 1_000});
-        create_tool(&client, &ns, &shell_tool("slow", SLOW, slow)).await;
-        // Other suites apply their own copy of the CRDs; a copy without the field would
-        // have pruned it.
         let tools: Api<McpTool> = Api::namespaced(client.clone(), &ns);
-        for (name, ms) in [("quick", 30_000), ("slow", 1_000)] {
-            let stored = tools.get(name).await.expect("tool");
-            assert_eq!(
-                stored.spec.immediate_result_ms, ms,
-                "CRD without immediateResultMs"
-            );
+        for (name, script, ms) in [("quick", QUICK, 30_000), ("slow", SLOW, 1_000)] {
+            let tool = shell_tool(name, script, json!({"immediateResultMs": ms}));
+            apply_with_field(&client, &tools, &tool, ms).await;
         }
         mcp.wait_for_tools(&["quick", "slow"]).await;
 
