@@ -154,8 +154,9 @@ pub struct McpToolSpec {
     pub ttl_ms: i64,
 
     /// Polling interval suggested to clients, in milliseconds (100 to 600000; default 2000).
-    /// It is the advice for a new task; the front end raises it as the task runs longer (to a
-    /// tenth of the task's age, at most 600000), and each answer carries the current value.
+    /// It is the advice for a new task; after the task's first minute the front end raises it
+    /// as the task runs longer (to a tenth of its age, at most 600000), and each answer carries
+    /// the current value.
     #[serde(default = "default_poll_interval_ms")]
     #[schemars(range(min = 100, max = 600000))]
     pub poll_interval_ms: i64,

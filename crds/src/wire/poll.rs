@@ -1,10 +1,11 @@
 //! The `pollIntervalMs` a task's answers advise: the tool's interval while the task is young,
 //! raised as it runs longer, always within the bounds of `McpTool.spec.pollIntervalMs`.
 //!
-//! The schedule: the larger of the task's own interval and a tenth of its age (time since
-//! `createdAt`), clamped to [`MIN_POLL_INTERVAL_MS`]..=[`MAX_POLL_INTERVAL_MS`]. A client that
-//! follows it polls a task of any length about ten times per tenfold of its run time once the
-//! age passes ten intervals: a one-hour task costs some 60 polls at 2 s, not 1800.
+//! The schedule: the task's own interval for its first minute ([`POLL_GROWTH_AFTER_MS`]); then
+//! the larger of that interval and a tenth of its age (time since `createdAt`); always clamped
+//! to [`MIN_POLL_INTERVAL_MS`]..=[`MAX_POLL_INTERVAL_MS`]. After the first minute a client that
+//! follows it polls about 25 times per tenfold of the run time: a one-hour task costs 73 polls
+//! at 2 s, not 1800.
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -12,6 +13,9 @@ use crate::mcp_tool::{MAX_POLL_INTERVAL_MS, MIN_POLL_INTERVAL_MS};
 
 /// The share of a task's age the advised interval grows to: one tenth.
 pub const POLL_AGE_DIVISOR: i64 = 10;
+/// The age until which a task keeps its own interval: one minute (short tasks are polled as
+/// the tool asks, and so alike by every replica).
+pub const POLL_GROWTH_AFTER_MS: i64 = 60_000;
 
 /// The interval advised at `now` for a task created at `created` whose own interval is `base`
 /// (`spec.pollIntervalMs`): see the module docs. `None` stays `None` (no advice). A time before
@@ -25,7 +29,11 @@ pub fn advised_poll_interval_ms(
     let age_ms = now
         .as_millisecond()
         .saturating_sub(created.as_millisecond());
-    let grown = base.max(age_ms.max(0) / POLL_AGE_DIVISOR);
+    let grown = if age_ms < POLL_GROWTH_AFTER_MS {
+        base
+    } else {
+        base.max(age_ms / POLL_AGE_DIVISOR)
+    };
     Some(grown.clamp(MIN_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS))
 }
 
@@ -44,7 +52,7 @@ mod tests {
             Some(2_000)
         );
         assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(20)),
+            advised_poll_interval_ms(Some(2_000), at(0), at(59)),
             Some(2_000)
         );
         assert_eq!(advised_poll_interval_ms(None, at(0), at(3_600)), None);
@@ -95,6 +103,10 @@ mod tests {
             elapsed_ms += advised_poll_interval_ms(Some(2_000), at(0), now).expect("advice");
             polls += 1;
         }
-        assert!((40..=80).contains(&polls), "{polls} polls in an hour");
+        assert_eq!(polls, 73, "polls in an hour");
+        assert_eq!(
+            advised_poll_interval_ms(Some(500), at(0), at(30)),
+            Some(500)
+        );
     }
 }
