@@ -20,6 +20,16 @@ pub const TOOL_CONTAINER_NAME: &str = "tool";
 pub const DEFAULT_TTL_MS: i64 = 3_600_000;
 /// Default `spec.pollIntervalMs`: clients are asked to poll every two seconds.
 pub const DEFAULT_POLL_INTERVAL_MS: i64 = 2_000;
+/// Smallest `spec.pollIntervalMs`: a tenth of a second, so that a client following the advice
+/// sends at most ten `tasks/get` a second per task.
+pub const MIN_POLL_INTERVAL_MS: i64 = 100;
+/// Largest `spec.pollIntervalMs`, and the ceiling of the interval the front end advises as a
+/// task runs longer: ten minutes, far below 2^31-1 ms (the largest delay a JavaScript timer
+/// takes; a larger one fires at once).
+pub const MAX_POLL_INTERVAL_MS: i64 = 600_000;
+/// Largest `spec.immediateResultMs`: thirty seconds, inside the usual client timeouts (the
+/// front end's own request timeout bounds the wait as well).
+pub const MAX_IMMEDIATE_RESULT_MS: i64 = 30_000;
 /// Default `spec.syncTimeoutSeconds`: a synchronous call waits up to one minute.
 pub const DEFAULT_SYNC_TIMEOUT_SECONDS: i64 = 60;
 /// Default `spec.cancelGracePeriodSeconds`: a cancelled container has 30 s to stop by itself.
@@ -143,10 +153,22 @@ pub struct McpToolSpec {
     #[schemars(range(min = 0))]
     pub ttl_ms: i64,
 
-    /// Polling interval suggested to clients, in milliseconds (at least 1; default 2000).
+    /// Polling interval suggested to clients, in milliseconds (100 to 600000; default 2000).
+    /// It is the advice for a new task; after the task's first minute the front end raises it
+    /// as the task runs longer (to a tenth of its age, at most 600000), and each answer carries
+    /// the current value.
     #[serde(default = "default_poll_interval_ms")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 100, max = 600000))]
     pub poll_interval_ms: i64,
+
+    /// How long a tools/call that becomes a task waits for the task to finish before it
+    /// answers, in milliseconds (0 to 30000; default 0). A task that completes (or fails)
+    /// within the wait is answered as a plain result (or error), as a synchronous call would
+    /// be; any other gets its task handle when the wait ends. 0 answers with the handle at
+    /// once. Set it for tools that usually finish in a moment but sometimes run long.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0, max = 30000))]
+    pub immediate_result_ms: i64,
 
     /// Limit on the run time of each call's Job, in seconds (the Job's activeDeadlineSeconds).
     /// A task that runs longer fails. Unset means no limit.
@@ -245,6 +267,10 @@ fn default_ttl_ms() -> i64 {
 
 fn default_poll_interval_ms() -> i64 {
     DEFAULT_POLL_INTERVAL_MS
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
 }
 
 fn default_cancel_grace_period_seconds() -> i64 {

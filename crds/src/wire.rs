@@ -291,6 +291,8 @@ pub fn format_time(time: Timestamp) -> String {
     strtime::format("%Y-%m-%dT%H:%M:%SZ", time).unwrap_or_else(|_| time.to_string())
 }
 
+pub mod carry;
+pub mod poll;
 pub mod tool_error;
 
 #[cfg(test)]

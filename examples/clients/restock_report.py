@@ -7,8 +7,8 @@ every task status it sees until the result, and optionally cancels the task inst
 With --tool it calls any tool the same way (say one of an McpServer) with the JSON arguments.
 
 Uses the official Python SDK (`mcp` 2.3): it declares the Tasks extension on every request,
-takes the task handle that tools/call returns, polls tasks/get at the server's pollIntervalMs,
-and cancels with tasks/cancel.
+takes the task handle that tools/call returns, polls tasks/get at the pollIntervalMs of the latest
+answer (clamped to 100 ms..10 min), and cancels with tasks/cancel.
 """
 
 import argparse
@@ -26,6 +26,27 @@ from pydantic import ConfigDict, Field
 
 TASKS = "io.modelcontextprotocol/tasks"
 RECOUNTED = re.compile(r"recounted (\d+) of")
+# Bounds on the server's pollIntervalMs advice, the same as the server's own (McpTool
+# spec.pollIntervalMs): a hint below the floor would hammer the server, one above the ceiling
+# (or not an integer) would leave the user waiting.
+POLL_FLOOR_MS = 100
+POLL_CEILING_MS = 600_000
+POLL_DEFAULT_MS = 1_000
+
+
+def poll_delay_seconds(hint_ms: object) -> float:
+    """The wait before the next tasks/get: the latest pollIntervalMs, clamped.
+
+    >>> poll_delay_seconds(2000)
+    2.0
+    >>> poll_delay_seconds(1), poll_delay_seconds(2**31), poll_delay_seconds(None)
+    (0.1, 600.0, 1.0)
+    >>> poll_delay_seconds(True), poll_delay_seconds("5")
+    (1.0, 1.0)
+    """
+    if not isinstance(hint_ms, int) or isinstance(hint_ms, bool):
+        hint_ms = POLL_DEFAULT_MS
+    return min(max(hint_ms, POLL_FLOOR_MS), POLL_CEILING_MS) / 1000
 
 
 class TasksDeclared(ClientExtension):
@@ -107,7 +128,8 @@ async def run(args: argparse.Namespace) -> int:
             if task.status in ("failed", "cancelled"):
                 print(f"task {task_id} ended {task.status}: {task.error or task.status_message}")
                 return 0 if task.status == "cancelled" else 1
-            await anyio.sleep((task.poll_interval_ms or 1000) / 1000)
+            # Each answer carries the current advice; the server raises it as the task ages.
+            await anyio.sleep(poll_delay_seconds(task.poll_interval_ms))
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Caller;
 use crate::bounds;
@@ -25,6 +24,7 @@ use crate::quota::Reservation;
 use crate::state::{AppState, server_info_meta};
 use crate::tasks::{check_input_response, retry_after_ms};
 use crate::tools::{CatalogSnapshot, ToolEntry};
+use crate::wait::{Waited, wait_for_task};
 use crate::wire;
 
 /// Time kept back from the request timeout so a synchronous call answers before the timeout
@@ -105,14 +105,7 @@ pub async fn call_tool(
         start_input_responses,
     );
     if as_task {
-        // The API server has stored the object when create returns, so a tasks/get on any
-        // replica finds it: the durability rule for CreateTaskResult.
-        let stored = state.tasks.create(task).await?;
-        // The store counts the task from here on.
-        drop(reservation);
-        let mut result = wire::create_task_result(&stored)?;
-        result.meta = Some(server_info_meta());
-        return Ok(CallToolResponse::Task(result));
+        return run_as_task(state, &entry, task, reservation, context).await;
     }
     let mut response = run_synchronously(state, &entry, task, reservation, context).await?;
     if let CallToolResponse::Complete(result) = &mut response {
@@ -304,6 +297,56 @@ fn start_inputs(
     }
 }
 
+/// Creates the task and answers with its handle, at once or, when the tool sets
+/// `immediateResultMs`, once that wait has passed without the task finishing. A task that
+/// completes (or fails) within the wait is answered as a plain result (or error), the
+/// protocol's immediate-result shortcut; a caller that goes away meanwhile cancels the task
+/// (it never learnt the task's ID).
+async fn run_as_task(
+    state: &AppState,
+    entry: &ToolEntry,
+    task: McpTask,
+    reservation: Option<Reservation>,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse> {
+    let limit = entry
+        .immediate_result
+        .min(state.config.request_timeout.saturating_sub(SYNC_MARGIN));
+    // Subscribe before creating, so no change between the two is missed.
+    let mut changes = (!limit.is_zero()).then(|| state.tasks.subscribe());
+    // The API server has stored the object when create returns, so a tasks/get on any
+    // replica finds it: the durability rule for CreateTaskResult.
+    let mut latest = state.tasks.create(task).await?;
+    // The store counts the task from here on.
+    drop(reservation);
+    if let Some(changes) = changes.as_mut() {
+        let id = latest.task_id().to_owned();
+        let waited = tokio::select! {
+            waited = wait_for_task(state, latest.clone(), changes, limit) => waited?,
+            () = context.ct.cancelled() => {
+                cancel_quietly(state, &id).await;
+                return Err(Error::CallAbandoned);
+            }
+        };
+        latest = match waited {
+            Waited::Settled(done) if done.task_status() == TaskStatus::Completed => {
+                let mut result = wire::call_tool_result(&done)?;
+                result.meta.get_or_insert_with(server_info_meta);
+                return Ok(CallToolResponse::Complete(result));
+            }
+            Waited::Settled(failed) if failed.task_status() == TaskStatus::Failed => {
+                return Err(Error::ToolFailed(
+                    failed.status.as_ref().and_then(|s| s.error.clone()),
+                ));
+            }
+            Waited::Settled(task) | Waited::TimedOut(task) => task,
+        };
+    }
+    let mut result = wire::create_task_result(&latest)?;
+    result.meta = Some(server_info_meta());
+    Ok(CallToolResponse::Task(result))
+}
+
 /// Creates the task and waits, through the watch, until it is terminal or the tool's limit
 /// passes; a caller that goes away cancels the task.
 async fn run_synchronously(
@@ -316,49 +359,21 @@ async fn run_synchronously(
     let id = task.task_id().to_owned();
     // Subscribe before creating, so no change between the two is missed.
     let mut changes = state.tasks.subscribe();
-    let mut current = state.tasks.create(task).await?;
+    let current = state.tasks.create(task).await?;
     drop(reservation);
     let limit = entry
         .sync_timeout
         .min(state.config.request_timeout.saturating_sub(SYNC_MARGIN));
-    let wait = async {
-        // A synchronous caller cannot answer mid-task input (that needs tasks/update), so
-        // input_required ends the wait as well.
-        while !current.is_terminal() && current.task_status() != TaskStatus::InputRequired {
-            // Deleted before it finished: nothing will ever finish it.
-            if crate::store::is_deleted(&current) {
-                return Err(Error::TaskDeleted {
-                    task_id: id.clone(),
-                });
-            }
-            match changes.recv().await {
-                Ok(task) if task.task_id() == id => current = task,
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => match state.tasks.get(&id).await? {
-                    Some(task) => current = task,
-                    None => {
-                        return Err(Error::TaskDeleted {
-                            task_id: id.clone(),
-                        });
-                    }
-                },
-                Err(RecvError::Closed) => {
-                    return Err(Error::Store(crate::store::StoreError::Unavailable {
-                        operation: "watch",
-                    }));
-                }
-            }
-        }
-        Ok(current.clone())
-    };
+    // A synchronous caller cannot answer mid-task input (that needs tasks/update), so input
+    // it is shown ends the wait as well.
     let outcome = tokio::select! {
-        outcome = tokio::time::timeout(limit, wait) => outcome,
+        outcome = wait_for_task(state, current, &mut changes, limit) => outcome?,
         () = context.ct.cancelled() => {
             cancel_quietly(state, &id).await;
             return Err(Error::CallAbandoned);
         }
     };
-    let Ok(finished) = outcome else {
+    let Waited::Settled(finished) = outcome else {
         cancel_quietly(state, &id).await;
         let text = format!(
             "Tool {} did not finish within {} s; the call was cancelled.",
@@ -369,7 +384,6 @@ async fn run_synchronously(
             ContentBlock::text(text),
         ])));
     };
-    let finished = finished?;
     match finished.task_status() {
         TaskStatus::Completed => Ok(CallToolResponse::Complete(wire::call_tool_result(
             &finished,

@@ -12,6 +12,7 @@ use mcp_task_operator_mcp_frontend::static_tokens::StaticTokens;
 use mcp_task_operator_mcp_frontend::store::kube::KubeTaskStore;
 use mcp_task_operator_mcp_frontend::store::kube_tools::KubeToolCatalog;
 use mcp_task_operator_mcp_frontend::token_review::TokenReviewer;
+use mcp_task_operator_mcp_frontend::unanswerable;
 use mcp_task_operator_mcp_frontend::{AppState, Config, app};
 use std::io::IsTerminal;
 use tokio::net::TcpListener;
@@ -43,6 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     let bind_addr = config.bind_addr;
     let state = AppState::new(config, tasks, tools).with_api_health(health);
+    tokio::spawn(unanswerable::answer_unanswerable(
+        state.tasks.clone(),
+        state.shutdown.clone(),
+    ));
     let config = state.config.clone();
     let auth = match config.auth_mode {
         AuthMode::None => {

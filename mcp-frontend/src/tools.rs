@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
+use mcp_task_operator_crds::mcp_tool::{
+    MAX_IMMEDIATE_RESULT_MS, MAX_POLL_INTERVAL_MS, MIN_POLL_INTERVAL_MS,
+};
 use mcp_task_operator_crds::{McpTool, StartInput, TaskSupport};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
@@ -27,8 +30,11 @@ pub struct ToolEntry {
     pub sync_timeout: Duration,
     /// `ttlMs` of new tasks; `None` is unlimited.
     pub ttl_ms: Option<i64>,
-    /// `pollIntervalMs` of new tasks.
+    /// `pollIntervalMs` of new tasks, within the bounds of `McpTool.spec.pollIntervalMs`.
     pub poll_interval_ms: i64,
+    /// How long a call that becomes a task waits for it to finish before answering with the
+    /// handle (`spec.immediateResultMs`); zero answers with the handle at once.
+    pub immediate_result: Duration,
     /// Questions asked before a task is created, by key.
     pub start_inputs: BTreeMap<String, StartInput>,
     validator: jsonschema::Validator,
@@ -81,7 +87,15 @@ impl ToolEntry {
             task_support: spec.task_support,
             sync_timeout: Duration::from_secs(spec.sync_timeout_seconds.max(1).unsigned_abs()),
             ttl_ms: mcp_tool.task_ttl_ms(),
-            poll_interval_ms: spec.poll_interval_ms,
+            // Objects stored before the schema bounded these keep working, within the bounds.
+            poll_interval_ms: spec
+                .poll_interval_ms
+                .clamp(MIN_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS),
+            immediate_result: Duration::from_millis(
+                spec.immediate_result_ms
+                    .clamp(0, MAX_IMMEDIATE_RESULT_MS)
+                    .unsigned_abs(),
+            ),
             start_inputs: spec.start_inputs.clone().unwrap_or_default(),
             validator,
         })

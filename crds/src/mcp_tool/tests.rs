@@ -103,3 +103,27 @@ fn start_inputs_serialize_as_mcp_input_requests() {
         })
     );
 }
+
+#[test]
+fn the_schema_bounds_are_the_documented_constants() {
+    use kube::CustomResourceExt;
+    let crd = serde_json::to_value(McpTool::crd()).expect("CRD as JSON");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    let bounds = |field: &str| {
+        (
+            spec[field]["minimum"].as_f64(),
+            spec[field]["maximum"].as_f64(),
+        )
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let expected = |min: i64, max: i64| (Some(min as f64), Some(max as f64));
+    assert_eq!(
+        bounds("pollIntervalMs"),
+        expected(MIN_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS)
+    );
+    assert_eq!(
+        bounds("immediateResultMs"),
+        expected(0, MAX_IMMEDIATE_RESULT_MS)
+    );
+    assert_eq!(tool(MINIMAL).spec.immediate_result_ms, 0);
+}

@@ -347,14 +347,12 @@ async fn synchronous_call_whose_task_asks_for_input_is_cancelled_with_a_clear_er
         json!({"status": "input_required", "inputRequests": {"k": {
         "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}}}),
     );
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("greet", json!({"name": "x"}), false),
-        ),
-    )
-    .await;
+    // The caller declares elicitation, so it is shown the request but, without tasks, cannot
+    // answer it. (A request of a kind it did not declare is answered for it instead, see
+    // crate::unanswerable, and the call keeps waiting.)
+    let mut params = call_params("greet", json!({"name": "x"}), false);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    let (status, body) = call(&state, rpc("tools/call", params)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["isError"], true);
     assert!(

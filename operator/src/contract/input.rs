@@ -2,8 +2,10 @@
 //!
 //! The shapes are MRTR's (`docs/DESIGN.md#input-shapes`): `elicitation/create` in form or url mode,
 //! `sampling/createMessage` and `roots/list`. Only the structure a client needs to render the
-//! request is checked; unknown extra fields are tolerated for forward compatibility.
+//! request is checked, and that the MCP wire types (rmcp's `InputRequest`) carry the request
+//! without losing any of it: the front end shows the client exactly what the tool asked.
 
+use mcp_task_operator_crds::wire::carry::first_loss;
 use serde_json::{Map, Value};
 
 /// Longest input request key, in characters.
@@ -36,6 +38,13 @@ pub enum InputRequestError {
         /// The method whose params are wrong.
         method: &'static str,
         /// What is wrong, for the tool author.
+        reason: String,
+    },
+    /// The request has the required shape, but the MCP wire types cannot carry it to a
+    /// client as it is (a JSON Schema keyword or a value they do not model, say).
+    #[error("input request cannot be sent to an MCP client: {reason}")]
+    NotCarriable {
+        /// What the wire types refused or would drop.
         reason: String,
     },
 }
@@ -71,6 +80,22 @@ pub fn validate_input_request(request: &Value) -> Result<(), InputRequestError> 
         other => Err(InputRequestError::UnsupportedMethod {
             method: other.to_owned(),
         }),
+    }?;
+    check_carriable(request)
+}
+
+/// Checks that rmcp's `InputRequest` (what the front end answers with) parses `request` and
+/// gives back every member of it unchanged when serialized again.
+fn check_carriable(request: &Value) -> Result<(), InputRequestError> {
+    let not_carriable = |reason: String| InputRequestError::NotCarriable { reason };
+    let typed: rmcp::model::InputRequest = serde_json::from_value(request.clone())
+        .map_err(|e| not_carriable(format!("the MCP input request types refuse it: {e}")))?;
+    let shown = serde_json::to_value(&typed).map_err(|e| not_carriable(e.to_string()))?;
+    match first_loss(request, &shown) {
+        None => Ok(()),
+        Some(path) => Err(not_carriable(format!(
+            "the MCP input request types drop or change {path}"
+        ))),
     }
 }
 
@@ -310,6 +335,21 @@ mod tests {
             assert!(
                 err.contains(&expected),
                 "{request}: {err:?} lacks {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_well_formed_request_the_wire_types_cannot_carry_is_refused_as_such() {
+        for property in [
+            json!({"type": "string", "format": "hostname"}),
+            json!({"type": "array", "items": {"type": "number"}}),
+        ] {
+            let request = form(json!({"type": "object", "properties": {"a": property}}));
+            let err = validate_input_request(&request).unwrap_err();
+            assert!(
+                matches!(err, InputRequestError::NotCarriable { .. }),
+                "{request}: {err:?}"
             );
         }
     }

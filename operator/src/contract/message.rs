@@ -263,16 +263,42 @@ fn parse_input(mut obj: Map<String, Value>) -> Result<Message, MalformedReason> 
         });
     }
     for (key, request) in &requests {
-        validate_input_key(key)
-            .and_then(|()| validate_input_request(request))
-            .map_err(|source| MalformedReason::InvalidInput {
-                key: shorten(key, 64),
-                source,
-            })?;
+        match validate_input_key(key).and_then(|()| validate_input_request(request)) {
+            Ok(()) => {}
+            // Well formed, so the tool waits for an answer no client could give: a contract
+            // error that fails the task, rather than a line to ignore.
+            Err(InputRequestError::NotCarriable { reason }) => {
+                return Ok(not_carriable(key, &reason));
+            }
+            Err(source) => {
+                return Err(MalformedReason::InvalidInput {
+                    key: shorten(key, 64),
+                    source,
+                });
+            }
+        }
     }
     Ok(Message::Input {
         requests: requests.into_iter().collect(),
     })
+}
+
+/// The error that fails a task whose input request `key` the MCP wire types cannot carry
+/// (`data.reason: InputRequestNotCarriable`, docs/tool-contract.md).
+fn not_carriable(key: &str, reason: &str) -> Message {
+    Message::Error {
+        error: TaskError {
+            code: -32603,
+            message:
+                "Internal error: the tool asked for input that cannot be sent to an MCP client"
+                    .to_owned(),
+            data: Some(serde_json::json!({
+                "reason": "InputRequestNotCarriable",
+                "key": shorten(key, 64),
+                "detail": shorten(reason, MAX_STATUS_MESSAGE_CHARS),
+            })),
+        },
+    }
 }
 
 fn parse_result(mut obj: Map<String, Value>) -> Result<Message, MalformedReason> {

@@ -1,0 +1,112 @@
+//! The `pollIntervalMs` a task's answers advise: the tool's interval while the task is young,
+//! raised as it runs longer, always within the bounds of `McpTool.spec.pollIntervalMs`.
+//!
+//! The schedule: the task's own interval for its first minute ([`POLL_GROWTH_AFTER_MS`]); then
+//! the larger of that interval and a tenth of its age (time since `createdAt`); always clamped
+//! to [`MIN_POLL_INTERVAL_MS`]..=[`MAX_POLL_INTERVAL_MS`]. After the first minute a client that
+//! follows it polls about 25 times per tenfold of the run time: a one-hour task costs 73 polls
+//! at 2 s, not 1800.
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::mcp_tool::{MAX_POLL_INTERVAL_MS, MIN_POLL_INTERVAL_MS};
+
+/// The share of a task's age the advised interval grows to: one tenth.
+pub const POLL_AGE_DIVISOR: i64 = 10;
+/// The age until which a task keeps its own interval: one minute (short tasks are polled as
+/// the tool asks, and so alike by every replica).
+pub const POLL_GROWTH_AFTER_MS: i64 = 60_000;
+
+/// The interval advised at `now` for a task created at `created` whose own interval is `base`
+/// (`spec.pollIntervalMs`): see the module docs. `None` stays `None` (no advice). A time before
+/// `created` (clock skew between replicas) counts as age zero.
+pub fn advised_poll_interval_ms(
+    base: Option<i64>,
+    created: Timestamp,
+    now: Timestamp,
+) -> Option<i64> {
+    let base = base?;
+    let age_ms = now
+        .as_millisecond()
+        .saturating_sub(created.as_millisecond());
+    let grown = if age_ms < POLL_GROWTH_AFTER_MS {
+        base
+    } else {
+        base.max(age_ms / POLL_AGE_DIVISOR)
+    };
+    Some(grown.clamp(MIN_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + seconds).expect("valid time")
+    }
+
+    #[test]
+    fn a_young_task_gets_its_own_interval() {
+        assert_eq!(
+            advised_poll_interval_ms(Some(2_000), at(0), at(0)),
+            Some(2_000)
+        );
+        assert_eq!(
+            advised_poll_interval_ms(Some(2_000), at(0), at(59)),
+            Some(2_000)
+        );
+        assert_eq!(advised_poll_interval_ms(None, at(0), at(3_600)), None);
+    }
+
+    #[test]
+    fn the_interval_grows_to_a_tenth_of_the_age_up_to_the_ceiling() {
+        assert_eq!(
+            advised_poll_interval_ms(Some(2_000), at(0), at(60)),
+            Some(6_000)
+        );
+        assert_eq!(
+            advised_poll_interval_ms(Some(2_000), at(0), at(600)),
+            Some(60_000)
+        );
+        assert_eq!(
+            advised_poll_interval_ms(Some(2_000), at(0), at(86_400)),
+            Some(MAX_POLL_INTERVAL_MS)
+        );
+    }
+
+    #[test]
+    fn stored_values_outside_the_bounds_are_clamped() {
+        // Tasks stored before the bounds existed (the McpTask schema allows 1 ms).
+        assert_eq!(
+            advised_poll_interval_ms(Some(1), at(0), at(0)),
+            Some(MIN_POLL_INTERVAL_MS)
+        );
+        assert_eq!(
+            advised_poll_interval_ms(Some(i64::MAX), at(0), at(0)),
+            Some(MAX_POLL_INTERVAL_MS)
+        );
+        assert!(MAX_POLL_INTERVAL_MS < i64::from(i32::MAX));
+        // A replica whose clock is behind the creating one's.
+        assert_eq!(
+            advised_poll_interval_ms(Some(500), at(10), at(0)),
+            Some(500)
+        );
+    }
+
+    #[test]
+    fn a_client_following_the_advice_polls_a_long_task_logarithmically() {
+        let mut elapsed_ms = 0_i64;
+        let mut polls = 0;
+        while elapsed_ms < 3_600_000 {
+            let now = Timestamp::from_millisecond(at(0).as_millisecond() + elapsed_ms)
+                .expect("valid time");
+            elapsed_ms += advised_poll_interval_ms(Some(2_000), at(0), now).expect("advice");
+            polls += 1;
+        }
+        assert_eq!(polls, 73, "polls in an hour");
+        assert_eq!(
+            advised_poll_interval_ms(Some(500), at(0), at(30)),
+            Some(500)
+        );
+    }
+}
