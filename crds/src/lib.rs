@@ -5,6 +5,7 @@
 //! JSON; [`task_id`] mints task IDs.
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod generate;
 pub mod mcp_task;
 pub mod mcp_tool;

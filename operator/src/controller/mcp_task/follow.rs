@@ -1,54 +1,183 @@
 //! Following a tool container's logs through the API and folding them into [`Progress`].
 //!
-//! One background task per running task reads the log stream from its start (so a restarted
-//! operator rebuilds the same progress from the cluster alone), feeds the bytes to the task's
+//! One background task per running task reads the log from its start (so a restarted operator
+//! rebuilds the same progress from the cluster alone), feeds the bytes to the task's
 //! [`Progress`], reports output warnings and asks for a reconcile after every chunk. The
-//! reconciler reads the shared state; status writes are coalesced there, not here.
+//! follower owns its timing: it reads a dropped stream of a running container again, and
+//! decides whether a stopped container's output was read whole ([`Verdict`]). The reconciler
+//! only asks it what it knows ([`FollowState::view`]); status writes are coalesced there.
+//!
+//! Two rules keep what the follower reports honest:
+//!
+//! - **A result only from a complete read.** A stopped container's log is final, so it is read
+//!   again (without following) until two clean reads return the same bytes (length and hash):
+//!   no clock is compared with the node's. A log that cannot be read so within [`MAX_READS`]
+//!   reads is [`Verdict::Unavailable`], and the task fails rather than complete from a part.
+//! - **Resume from a checkpoint.** The status records ([`Checkpoint`]) how many log bytes its
+//!   state was decided from and how many output warnings were reported. A follower started
+//!   after a failover reads the log again from byte 0 (the state must be rebuilt whole: the
+//!   plain output, every input request), but is not [`FollowView::ready`] until it has read as
+//!   far as the checkpoint, and reports only the warnings past the recorded count. A re-read
+//!   of the same pod in one process works the same way: what a client saw never goes back.
 
 use std::collections::HashMap;
+use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use futures::AsyncReadExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, LogParams};
+use kube::api::{Api, ListParams, LogParams};
 use tokio::task::JoinHandle;
 
+use super::observe::Workload;
 use crate::contract::{Progress, ProgressWarning};
 
 /// Bytes read from the log stream per chunk.
 const CHUNK_BYTES: usize = 64 * 1024;
+/// How soon the reconciler looks again while the follower is still reading what it needs.
+pub const LOGS_PENDING: Duration = Duration::from_millis(500);
+/// How long a follower waits, after a stream ended while the pod still said the container
+/// runs (or after a failed read), before it looks at the pod and reads again.
+pub const STREAM_SETTLE: Duration = Duration::from_secs(2);
+/// Reads of a stopped container's log (the stream that saw it stop included) before its output
+/// counts as unavailable: with [`STREAM_SETTLE`] between failed ones, about half a minute for a
+/// kubelet to come back.
+pub const MAX_READS: u32 = 15;
+/// How long a resumed follower may read before it counts as caught up although it has not
+/// reached its checkpoint: the kubelet rotated the log (it keeps only the newest file), so the
+/// log is now shorter than what was read before.
+pub const CATCH_UP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Where a task's status left off in its pod's log; kept in the status (see `status.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    /// The pod whose log this is.
+    pub pod_uid: String,
+    /// Log bytes read when the status was decided.
+    pub bytes: u64,
+    /// Output warnings reported (as Events) so far.
+    pub warnings: u64,
+}
+
+/// Whether a stopped container's output was read whole.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// Still reading (or the container has not stopped).
+    #[default]
+    Reading,
+    /// Two clean reads agreed (or a result or error message was read): the output is whole.
+    Complete,
+    /// The log could not be read whole; says why.
+    Unavailable(String),
+}
 
 /// What one follower has learnt, shared with the reconciler.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FollowState {
-    /// The progress folded from the logs read so far.
+    /// The progress folded from the longest read so far.
     pub progress: Progress,
-    /// Whether the stream has ended (the container stopped, or the connection dropped).
-    pub ended: bool,
-    /// When the stream ended.
-    pub ended_at: Option<std::time::Instant>,
-    /// When the stream ended, by the wall clock (compared with the container's finish time).
-    pub ended_wall: Option<std::time::SystemTime>,
-    /// How many followers before this one read the same pod's logs and ended incomplete.
-    pub rereads: u32,
-    /// Why the stream could not be read, if it could not.
-    pub error: Option<String>,
-    /// When the follower started (`None` for a state no follower writes).
-    pub started_at: Option<std::time::Instant>,
+    /// Log bytes folded into `progress`.
+    bytes: u64,
+    /// Hash of those bytes.
+    digest: u64,
+    /// Output warnings reported so far (a re-read reports only the ones past this count).
+    reported: u64,
+    /// Bytes to read before the progress is at least what the status showed.
+    catch_up_to: u64,
+    /// The pod whose log this is.
+    pod_uid: String,
+    started_at: Instant,
+    /// Whether a stream has ended at least once.
+    ended_once: bool,
+    verdict: Verdict,
+}
+
+impl Default for FollowState {
+    fn default() -> Self {
+        Self {
+            progress: Progress::default(),
+            bytes: 0,
+            digest: 0,
+            reported: 0,
+            catch_up_to: 0,
+            pod_uid: String::new(),
+            started_at: Instant::now(),
+            ended_once: false,
+            verdict: Verdict::Reading,
+        }
+    }
+}
+
+/// What the reconciler may rely on, from [`FollowState::view`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowView {
+    /// The progress is at least what the task's status shows (caught up with the checkpoint).
+    pub ready: bool,
+    /// Whether any stream has ended (a stopped container's first read is done).
+    pub ended_once: bool,
+    /// Whether the stopped container's output was read whole.
+    pub verdict: Verdict,
+    /// The checkpoint to record with a status decided from this progress.
+    pub checkpoint: Checkpoint,
 }
 
 impl FollowState {
-    /// Whether the stream ended without the container's whole output: it failed (say the
-    /// kubelet was down), or it ended over a second before the container finished (`finished`,
-    /// its terminated state's time; the kubelet went away mid-stream and the API server ended
-    /// the response as if complete). Such a log must be read again before the task's outcome is
-    /// decided from it.
-    pub fn incomplete(&self, finished: Option<std::time::SystemTime>) -> bool {
-        let early = match (self.ended_wall, finished) {
-            (Some(ended), Some(finished)) => ended + std::time::Duration::from_secs(1) < finished,
-            _ => false,
-        };
-        self.ended && (self.error.is_some() || early)
+    /// What the reconciler may rely on now.
+    pub fn view(&self) -> FollowView {
+        let ready = self.bytes >= self.catch_up_to
+            || self.progress.terminal().is_some()
+            || self.started_at.elapsed() >= CATCH_UP_LIMIT;
+        FollowView {
+            ready,
+            ended_once: self.ended_once,
+            verdict: self.verdict.clone(),
+            checkpoint: Checkpoint {
+                pod_uid: self.pod_uid.clone(),
+                bytes: self.bytes,
+                warnings: self.reported,
+            },
+        }
+    }
+}
+
+/// What the reconciler must do about the logs before it decides, from [`logs_needed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogsNeeded {
+    /// Nothing: decide now.
+    No,
+    /// Wait for the follower (look again after [`LOGS_PENDING`]).
+    Wait,
+    /// The stopped container's output could not be read whole: the task fails, saying why.
+    Unavailable(String),
+}
+
+/// Whether a task with `workload` can be decided from a follower's `view` now; `told` says
+/// whether the tool's result or error message has been read (it settles the task by itself).
+///
+/// - A running tool: once the follower has caught up with the status's checkpoint (a
+///   restarted operator must not show an `input_required` task as `working` for a moment).
+/// - A tool that exited: only from output read whole ([`Verdict::Complete`]); after
+///   [`MAX_READS`] failed or disagreeing reads, never ([`LogsNeeded::Unavailable`]).
+/// - A failed pod: once the first read has ended (a result read before the failure counts).
+pub fn logs_needed(workload: &Workload, view: &FollowView, told: bool) -> LogsNeeded {
+    if told {
+        return LogsNeeded::No;
+    }
+    let waiting = match workload {
+        Workload::Running => !view.ready,
+        Workload::Exited { .. } => match &view.verdict {
+            Verdict::Reading => true,
+            Verdict::Complete => false,
+            Verdict::Unavailable(why) => return LogsNeeded::Unavailable(why.clone()),
+        },
+        Workload::Failed { .. } => !view.ended_once && view.verdict == Verdict::Reading,
+        Workload::NoJob | Workload::Starting { .. } => false,
+    };
+    if waiting {
+        LogsNeeded::Wait
+    } else {
+        LogsNeeded::No
     }
 }
 
@@ -65,8 +194,24 @@ pub struct LogSource<'a> {
     pub nonce: Option<&'a str>,
 }
 
-/// Called by a follower: `Some(warning)` for a tool-output warning, `None` after new output.
-pub type Notify = Arc<dyn Fn(Option<ProgressWarning>) + Send + Sync>;
+/// What a follower tells its task's reconciler.
+#[derive(Debug, Clone, PartialEq)]
+pub enum News {
+    /// New output was read (or the follower's verdict changed): reconcile soon.
+    Output,
+    /// The stopped container's output could not be read whole (counted in the metrics).
+    Unavailable,
+    /// A tool-output warning, the `ordinal`-th of the task's log (1-based).
+    Warning {
+        /// Which warning of the log this is, counting from its start.
+        ordinal: u64,
+        /// The warning.
+        warning: ProgressWarning,
+    },
+}
+
+/// Called by a follower with its news.
+pub type Notify = Arc<dyn Fn(News) + Send + Sync>;
 
 struct Follower {
     pod_uid: String,
@@ -97,48 +242,43 @@ impl Followers {
     }
 
     /// Makes sure a follower reads the logs of `source`, starting a fresh one when there is
-    /// none, when the pod changed, or when `restart` is set (a dropped stream of a live pod).
+    /// none or the pod changed. A fresh follower resumes from `checkpoint` when it names the
+    /// same pod (the task's status was decided from that far into this pod's log).
     pub fn ensure(
         &self,
         task_uid: &str,
         pods: Api<Pod>,
         source: LogSource<'_>,
-        restart: bool,
+        checkpoint: Option<&Checkpoint>,
         notify: Notify,
     ) -> Arc<Mutex<FollowState>> {
-        let LogSource {
-            pod_name,
-            pod_uid,
-            container,
-            nonce,
-        } = source;
         let mut followers = lock(&self.inner);
-        let mut rereads = 0;
         if let Some(existing) = followers.get(task_uid)
-            && existing.pod_uid == pod_uid
+            && existing.pod_uid == source.pod_uid
         {
-            if !restart {
-                return Arc::clone(&existing.state);
-            }
-            rereads = lock(&existing.state).rereads + 1;
+            return Arc::clone(&existing.state);
         }
+        let resume = checkpoint.filter(|c| c.pod_uid == source.pod_uid);
         let state = Arc::new(Mutex::new(FollowState {
-            started_at: Some(std::time::Instant::now()),
-            rereads,
-            progress: Progress::default().with_nonce(nonce.map(str::to_owned)),
+            progress: Progress::default().with_nonce(source.nonce.map(str::to_owned)),
+            catch_up_to: resume.map_or(0, |c| c.bytes),
+            reported: resume.map_or(0, |c| c.warnings),
+            pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
         }));
-        let task = tokio::spawn(follow(
+        let reader = Reader {
             pods,
-            pod_name.to_owned(),
-            container.to_owned(),
-            Arc::clone(&state),
+            pod: source.pod_name.to_owned(),
+            container: source.container.to_owned(),
+            nonce: source.nonce.map(str::to_owned),
+            state: Arc::clone(&state),
             notify,
-        ));
+        };
+        let task = tokio::spawn(reader.run());
         let replaced = followers.insert(
             task_uid.to_owned(),
             Follower {
-                pod_uid: pod_uid.to_owned(),
+                pod_uid: source.pod_uid.to_owned(),
                 state: Arc::clone(&state),
                 task,
             },
@@ -184,41 +324,254 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-async fn follow(
+/// What the pod says about the tool container, for a follower whose stream ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Container {
+    /// Not terminated (yet): the stream ended early, or before the kubelet reported the exit.
+    Live,
+    /// Terminated: its log is final.
+    Stopped,
+    /// The pod is gone (or never had the container): there is nothing more to read.
+    Gone(String),
+}
+
+/// Length and hash of one read of a log.
+type Digest = (u64, u64);
+
+/// One read of the log, from byte 0: folded into a progress of its own until it has read as
+/// far as the state's (then it becomes the state's progress), so what the reconciler sees never
+/// goes back.
+struct Read {
+    progress: Option<Progress>,
+    bytes: u64,
+    hasher: std::hash::DefaultHasher,
+    warnings: u64,
+}
+
+impl Read {
+    fn new(nonce: Option<&str>) -> Self {
+        Self {
+            progress: Some(Progress::default().with_nonce(nonce.map(str::to_owned))),
+            bytes: 0,
+            hasher: std::hash::DefaultHasher::new(),
+            warnings: 0,
+        }
+    }
+
+    fn digest(&self) -> Digest {
+        (self.bytes, self.hasher.finish())
+    }
+
+    /// Folds `chunk` in; returns the warnings to report (those past the state's count).
+    fn push(&mut self, state: &mut FollowState, chunk: &[u8]) -> Vec<News> {
+        self.bytes += chunk.len() as u64;
+        self.hasher.write(chunk);
+        let raised = match self.progress.as_mut() {
+            Some(own) => own.push_bytes(chunk),
+            None => state.progress.push_bytes(chunk),
+        };
+        self.go_live(state);
+        self.report(state, raised)
+    }
+
+    /// The read ended at the container's end: a partial last line counts as a line.
+    fn finish(&mut self, state: &mut FollowState) -> Vec<News> {
+        self.go_live(state);
+        let raised = match self.progress.as_mut() {
+            Some(own) => own.finish(),
+            None => state.progress.finish(),
+        };
+        self.report(state, raised)
+    }
+
+    fn go_live(&mut self, state: &mut FollowState) {
+        if self.progress.is_some() && self.bytes >= state.bytes {
+            state.progress = self.progress.take().unwrap_or_default();
+        }
+        if self.progress.is_none() {
+            state.bytes = self.bytes;
+            state.digest = self.hasher.finish();
+        }
+    }
+
+    fn report(&mut self, state: &mut FollowState, raised: Vec<ProgressWarning>) -> Vec<News> {
+        let mut news = Vec::new();
+        for warning in raised {
+            self.warnings += 1;
+            if self.warnings > state.reported {
+                state.reported = self.warnings;
+                news.push(News::Warning {
+                    ordinal: self.warnings,
+                    warning,
+                });
+            }
+        }
+        news
+    }
+}
+
+struct Reader {
     pods: Api<Pod>,
     pod: String,
     container: String,
+    nonce: Option<String>,
     state: Arc<Mutex<FollowState>>,
     notify: Notify,
-) {
-    let params = LogParams {
-        container: Some(container),
-        follow: true,
-        ..LogParams::default()
-    };
-    let error = match pods.log_stream(&pod, &params).await {
-        Err(e) => Some(e.to_string()),
-        Ok(stream) => read_all(stream, &state, &notify).await.err(),
-    };
-    let warnings = {
-        let mut s = lock(&state);
-        s.ended = true;
-        s.ended_at = Some(std::time::Instant::now());
-        s.ended_wall = Some(std::time::SystemTime::now());
-        if let Some(e) = &error {
-            tracing::warn!(pod = %pod, error = %e, "log stream failed");
-        }
-        s.error = error;
-        s.progress.finish()
-    };
-    for warning in warnings {
-        notify(Some(warning));
-    }
-    notify(None);
 }
 
-async fn read_all(
+impl Reader {
+    async fn run(self) {
+        let verdict = self.read_until_verdict().await;
+        let unavailable = matches!(verdict, Verdict::Unavailable(_));
+        if let Verdict::Unavailable(why) = &verdict {
+            tracing::warn!(pod = %self.pod, reason = %why, "tool output unavailable");
+        }
+        lock(&self.state).verdict = verdict;
+        if unavailable {
+            (self.notify)(News::Unavailable);
+        }
+        (self.notify)(News::Output);
+    }
+
+    async fn read_until_verdict(&self) -> Verdict {
+        let mut stopped = false;
+        let mut reads = 0;
+        let mut clean: Vec<Digest> = Vec::new();
+        let mut last_error = None;
+        let mut pod_errors = 0;
+        loop {
+            // A live container's log is followed; a stopped one's is read to its end.
+            let (read, result) = self.read(!stopped).await;
+            lock(&self.state).ended_once = true;
+            (self.notify)(News::Output);
+            let container = match self.container_state().await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(pod = %self.pod, error = %e, "reading the pod failed");
+                    pod_errors += 1;
+                    if pod_errors >= MAX_READS {
+                        return Verdict::Unavailable(format!(
+                            "the tool's pod could not be read in {pod_errors} tries: {e}"
+                        ));
+                    }
+                    tokio::time::sleep(STREAM_SETTLE).await;
+                    continue;
+                }
+            };
+            match container {
+                Container::Gone(why) => return Verdict::Unavailable(why),
+                Container::Live if !stopped => {
+                    // The stream ended early (dropped, or the exit is not reported yet).
+                    tokio::time::sleep(STREAM_SETTLE).await;
+                    continue;
+                }
+                Container::Live | Container::Stopped => stopped = true,
+            }
+            reads += 1;
+            let failed = result.is_err();
+            match result {
+                Ok(()) => {
+                    let digest = read.digest();
+                    let whole = {
+                        let mut s = lock(&self.state);
+                        let agreed = clean.contains(&digest) && (s.bytes, s.digest) == digest;
+                        let told = s.progress.terminal().is_some();
+                        (agreed || told).then(|| read.finishing(&mut s))
+                    };
+                    if let Some(news) = whole {
+                        for item in news {
+                            (self.notify)(item);
+                        }
+                        return Verdict::Complete;
+                    }
+                    clean.push(digest);
+                }
+                Err(e) => {
+                    tracing::warn!(pod = %self.pod, error = %e, "log read failed");
+                    last_error = Some(e);
+                }
+            }
+            if reads >= MAX_READS {
+                let why = match &last_error {
+                    Some(e) => format!(
+                        "the stopped tool container's log could not be read to its end in \
+                         {reads} reads; the last failed with: {e}"
+                    ),
+                    None => format!(
+                        "no two of {reads} reads of the stopped tool container's log returned \
+                         the same bytes"
+                    ),
+                };
+                return Verdict::Unavailable(why);
+            }
+            if failed {
+                tokio::time::sleep(STREAM_SETTLE).await;
+            }
+        }
+    }
+
+    /// Reads the log from its start, following it if `follow`; returns the read and whether it
+    /// ended cleanly (the API server's response ended without an error).
+    async fn read(&self, follow: bool) -> (Read, Result<(), String>) {
+        let mut read = Read::new(self.nonce.as_deref());
+        let params = LogParams {
+            container: Some(self.container.clone()),
+            follow,
+            ..LogParams::default()
+        };
+        let result = match self.pods.log_stream(&self.pod, &params).await {
+            Err(e) => Err(e.to_string()),
+            Ok(stream) => self.fold(stream, &mut read).await,
+        };
+        (read, result)
+    }
+
+    async fn fold(
+        &self,
+        stream: impl futures::AsyncBufRead,
+        read: &mut Read,
+    ) -> Result<(), String> {
+        fold_stream(stream, read, &self.state, &self.notify).await
+    }
+
+    /// The tool container's state, from a list of the one pod (the operator may list pods,
+    /// not get them).
+    async fn container_state(&self) -> Result<Container, kube::Error> {
+        let params = ListParams::default().fields(&format!("metadata.name={}", self.pod));
+        let Some(pod) = self.pods.list(&params).await?.items.into_iter().next() else {
+            return Ok(Container::Gone(format!(
+                "the pod {} was deleted before its log was read",
+                self.pod
+            )));
+        };
+        let status = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|all| all.iter().find(|c| c.name == self.container));
+        Ok(match status.and_then(|c| c.state.as_ref()) {
+            Some(state) if state.terminated.is_some() => Container::Stopped,
+            Some(_) => Container::Live,
+            None => Container::Gone(format!(
+                "the pod {} has no container {}",
+                self.pod, self.container
+            )),
+        })
+    }
+}
+
+impl Read {
+    /// Finishes this read (it is the whole log) and returns the warnings of its last line.
+    fn finishing(mut self, state: &mut FollowState) -> Vec<News> {
+        let mut news = self.finish(state);
+        news.push(News::Output);
+        news
+    }
+}
+
+async fn fold_stream(
     stream: impl futures::AsyncBufRead,
+    read: &mut Read,
     state: &Mutex<FollowState>,
     notify: &Notify,
 ) -> Result<(), String> {
@@ -229,114 +582,13 @@ async fn read_all(
         if n == 0 {
             return Ok(());
         }
-        let warnings = lock(state).progress.push_bytes(&buf[..n]);
-        for warning in warnings {
-            notify(Some(warning));
+        let news = read.push(&mut lock(state), &buf[..n]);
+        for item in news {
+            notify(item);
         }
-        notify(None);
+        notify(News::Output);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use futures::io::Cursor;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn followers_are_reused_restarted_and_swept() {
-        use axum::http::{Request, Response};
-        use kube::client::Body;
-
-        // Nobody answers the mock: followers wait on their log request until aborted.
-        let (service, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
-        let followers = Followers::default();
-        let notify: Notify = Arc::new(|_| {});
-        let ensure = |uid: &str, (pod_name, pod_uid): (&str, &str), restart| {
-            let source = LogSource {
-                pod_name,
-                pod_uid,
-                container: "tool",
-                nonce: None,
-            };
-            followers.ensure(uid, api.clone(), source, restart, Arc::clone(&notify))
-        };
-        let first = ensure("live", ("p", "pod-1"), false);
-        assert!(
-            Arc::ptr_eq(&first, &ensure("live", ("p", "pod-1"), false)),
-            "same pod: reused"
-        );
-        assert!(
-            !Arc::ptr_eq(&first, &ensure("live", ("p", "pod-1"), true)),
-            "restart: fresh"
-        );
-        assert!(
-            !Arc::ptr_eq(&first, &ensure("live", ("p2", "pod-2"), false)),
-            "new pod: fresh"
-        );
-        ensure("gone", ("g", "pod-3"), false);
-        followers.retain(|uid| uid == "live");
-        assert!(followers.state("gone").is_none());
-        assert!(followers.state("live").is_some());
-        followers.stop("live");
-        assert!(followers.state("live").is_none());
-    }
-
-    #[test]
-    fn a_failed_or_early_ended_stream_is_incomplete() {
-        use std::time::{Duration, SystemTime};
-        let finished = SystemTime::now();
-        let ended = |at: SystemTime, error: Option<&str>| FollowState {
-            ended: true,
-            ended_wall: Some(at),
-            error: error.map(str::to_owned),
-            ..FollowState::default()
-        };
-        assert!(
-            !FollowState::default().incomplete(Some(finished)),
-            "still reading"
-        );
-        assert!(
-            !ended(finished, None).incomplete(Some(finished)),
-            "saw the exit"
-        );
-        assert!(
-            !ended(finished, None).incomplete(None),
-            "no finish time known"
-        );
-        let early = finished - Duration::from_secs(30);
-        assert!(
-            ended(early, None).incomplete(Some(finished)),
-            "kubelet went away"
-        );
-        assert!(
-            ended(finished, Some("502")).incomplete(None),
-            "the stream failed"
-        );
-    }
-
-    #[tokio::test]
-    async fn read_all_folds_chunks_and_notifies() {
-        let state = Mutex::new(FollowState::default());
-        let calls = Arc::new(AtomicUsize::new(0));
-        let warnings = Arc::new(AtomicUsize::new(0));
-        let (c, w) = (Arc::clone(&calls), Arc::clone(&warnings));
-        let notify: Notify = Arc::new(move |warning| {
-            c.fetch_add(1, Ordering::Relaxed);
-            if warning.is_some() {
-                w.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        let logs =
-            b"hello\n{\"mcp\":\"status\",\"message\":\"half\"}\n{\"mcp\":\"bogus\"}\n".to_vec();
-        read_all(Cursor::new(logs), &state, &notify).await.unwrap();
-        let s = lock(&state);
-        assert_eq!(s.progress.status_message(), Some("half"));
-        assert_eq!(s.progress.output().text(), "hello\n{\"mcp\":\"bogus\"}");
-        assert_eq!(warnings.load(Ordering::Relaxed), 1);
-        assert!(calls.load(Ordering::Relaxed) >= 2);
-    }
-}
+mod tests;
