@@ -88,6 +88,8 @@ async fn operator_without_log_access(client: &Client, ns: &str) -> PathBuf {
     out
 }
 
+/// Before the fix, a stream that failed was re-read 30 times and the outcome then decided from
+/// what was read: `completed` with empty text, about a minute after the exit.
 #[tokio::test]
 async fn a_log_the_operator_cannot_read_fails_the_task_instead_of_completing_it() {
     with_temp_ns("op-output", |client, ns| async move {
@@ -143,6 +145,8 @@ until grep -q '"go"' /var/run/mcp/input-responses; do sleep 0.2; done
 echo '{"mcp":"result","result":{"content":[{"type":"text","text":"answered"}]}}'
 "#;
 
+/// Before the fix, the new operator re-read the log and reported its three warnings again (six
+/// in all), and it decided from a partial re-read once one second had passed.
 #[tokio::test]
 async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
     with_temp_ns("op-resume", |client, ns| async move {
@@ -230,6 +234,7 @@ async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
     .await;
 }
 
+/// Before the fix, `error.data` was stored whole.
 #[tokio::test]
 async fn a_tools_oversized_error_data_is_cut_to_its_bound() {
     with_temp_ns("op-errdata", |client, ns| async move {
@@ -260,6 +265,8 @@ printf '"}}}\n'"#;
     .await;
 }
 
+/// Before the fix, the completed status (over etcd's 1.5 MiB with this spec) was refused and
+/// retried until the task's TTL: the task stayed `working`.
 #[tokio::test]
 async fn a_task_over_the_object_budget_fails_instead_of_retrying_its_status() {
     with_temp_ns("op-budget", |client, ns| async move {
