@@ -81,7 +81,7 @@ pub fn bound_error_data(data: serde_json::Value) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Map, Value, json};
+    use serde_json::{Map, json};
 
     use super::*;
 
