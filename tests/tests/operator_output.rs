@@ -131,6 +131,8 @@ async fn a_log_the_operator_cannot_read_fails_the_task_instead_of_completing_it(
             metrics.contains(r#"reason="OutputUnavailable""#),
             "a metric label counts it:\n{metrics}"
         );
+        // The token dies with the namespace; the file need not outlive the test either.
+        let _ = std::fs::remove_file(&kubeconfig);
     })
     .await;
 }
