@@ -5,6 +5,7 @@
 //! JSON; [`task_id`] mints task IDs.
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod generate;
 pub mod mcp_server;
 pub mod mcp_task;

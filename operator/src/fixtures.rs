@@ -134,6 +134,19 @@ pub mod api {
         }
     }
 
+    /// What a log follower's list of its one pod gets: a pod whose tool container (`main` or
+    /// `tool`) has terminated.
+    fn stopped_pod() -> Value {
+        let stopped = |name: &str| {
+            serde_json::json!({"name": name, "image": "i", "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"terminated": {"exitCode": 0}}})
+        };
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "job-pod", "namespace": "tools"},
+            "status": {"containerStatuses": [stopped("main"), stopped("tool")]}});
+        serde_json::json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
+    }
+
     /// A context whose client talks to a mock serving `calls` in order; the handle returns the
     /// request bodies (JSON) once every call was made, and fails on any unexpected request.
     pub fn context(
@@ -147,7 +160,8 @@ pub mod api {
     }
 
     /// Like [`context`], but every pod log request, whenever it comes (log followers run in
-    /// the background), is answered at once with `logs` and not counted as a call.
+    /// the background), is answered at once with `logs`, and every list of one pod (by name) with
+    /// a pod whose container has stopped; neither is counted as a call.
     pub fn context_with_logs(
         calls: Vec<Call>,
         logs: &'static str,
@@ -169,6 +183,17 @@ pub mod api {
                 if request.uri().path().ends_with("/log") {
                     let response = Response::builder().body(Body::from(logs.as_bytes().to_vec()));
                     send.send_response(response.expect("response"));
+                    next = Some(call);
+                    continue;
+                }
+                // A log follower whose stream ended looks at its pod: the container stopped.
+                let one_pod = request
+                    .uri()
+                    .query()
+                    .is_some_and(|q| q.contains("fieldSelector=metadata.name"));
+                if request.method() == Method::GET && one_pod {
+                    let body = serde_json::to_vec(&stopped_pod()).expect("json");
+                    send.send_response(Response::new(Body::from(body)));
                     next = Some(call);
                     continue;
                 }

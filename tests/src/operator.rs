@@ -45,6 +45,22 @@ impl Operator {
     /// Starts an operator for `ns` that elects itself on the Lease `lease` in `ns`, with
     /// `MCP_OPERATOR_*` settings `env` (unprefixed names), and waits until `/readyz` answers.
     pub async fn start(ns: &str, lease: &str, identity: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with(ns, lease, identity, env, None).await
+    }
+
+    /// Like [`Operator::start`], but the operator talks to the API server as the user of
+    /// `kubeconfig` (say a ServiceAccount with fewer rights than the chart's).
+    pub async fn start_as(ns: &str, lease: &str, identity: &str, kubeconfig: &Path) -> Self {
+        Self::start_with(ns, lease, identity, &[], Some(kubeconfig)).await
+    }
+
+    async fn start_with(
+        ns: &str,
+        lease: &str,
+        identity: &str,
+        env: &[(&str, &str)],
+        kubeconfig: Option<&Path>,
+    ) -> Self {
         let bin = std::env::var("MTO_OPERATOR_BIN")
             .expect("MTO_OPERATOR_BIN is not set: run the integration tests through `make test`");
         let port = free_port();
@@ -65,6 +81,9 @@ impl Operator {
             .kill_on_drop(true);
         for (name, value) in env {
             command.env(format!("MCP_OPERATOR_{name}"), value);
+        }
+        if let Some(path) = kubeconfig {
+            command.env("KUBECONFIG", path);
         }
         let child = command.spawn().expect("the operator binary starts");
         let operator = Self {

@@ -170,21 +170,44 @@ async fn a_restarted_operator_resumes_every_task_from_the_cluster() {
             .name_any();
         let args = |seconds: u64, label: &str| json!({"seconds": seconds, "label": label});
         // Ends while no operator runs; outlives the restart.
-        let during = create_task(&client, &ns, "slow_compute", args(2, "during"))
+        let during = create_task(&client, &ns, "slow_compute", args(4, "during"))
             .await
             .name_any();
         let after = create_task(&client, &ns, "slow_compute", args(10, "after"))
             .await
             .name_any();
         wait_status(&client, &ns, &asking, TaskStatus::InputRequired).await;
-        for name in [&during, &after] {
+        // `during` last, and the kill at once: under load its container may start late, and a
+        // fixed wait could let the first operator see it finish (the test used to flake so).
+        for name in [&after, &during] {
             wait_task(&client, &ns, name, WAIT, |t| {
                 status_message(t).contains(": ")
             })
             .await;
         }
         first.kill().await;
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        // Until its container has exited: then the second operator finds it finished.
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("batch.kubernetes.io/job-name={during}");
+        let started = Instant::now();
+        loop {
+            let list = pods
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .expect("list pods");
+            let phase = list
+                .items
+                .first()
+                .and_then(|p| p.status.as_ref()?.phase.clone());
+            if phase.as_deref() == Some("Succeeded") {
+                break;
+            }
+            assert!(
+                started.elapsed() < WAIT,
+                "the pod of {during} ends: {phase:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let still = wait_status(&client, &ns, &during, TaskStatus::Working).await;
         assert!(
             !still.is_terminal(),
@@ -195,7 +218,7 @@ async fn a_restarted_operator_resumes_every_task_from_the_cluster() {
         // cluster (Jobs, pods, logs).
         let second = Operator::start_leader(&ns).await;
         let done = wait_terminal(&client, &ns, &during).await;
-        assert_eq!(result_text(&done), "Computed during in 2 s");
+        assert_eq!(result_text(&done), "Computed during in 4 s");
         // The task waiting for input stays input_required across the restart until answered.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let answered_at = std::time::SystemTime::now();

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use mcp_task_operator_crds::TaskError;
+use mcp_task_operator_crds::budget::bound_error_data;
 use serde_json::{Map, Value};
 
 use super::input::{InputRequestError, validate_input_key, validate_input_request};
@@ -348,6 +349,7 @@ fn parse_error(mut obj: Map<String, Value>) -> Result<Message, MalformedReason> 
     let mut error: TaskError =
         serde_json::from_value(error).map_err(|_| field("error", "a JSON-RPC error object"))?;
     error.message = shorten(&error.message, MAX_STATUS_MESSAGE_CHARS);
+    error.data = error.data.map(bound_error_data);
     Ok(Message::Error { error })
 }
 

@@ -119,6 +119,26 @@ fn error_message_carries_the_json_rpc_error() {
 }
 
 #[test]
+fn error_data_over_the_bound_is_cut_with_a_marker() {
+    let blob = "x".repeat(100_000);
+    let line = format!(
+        r#"{{"mcp":"error","error":{{"code":-32000,"message":"boom","data":{{"dump":"{blob}"}}}}}}"#
+    );
+    let Line::Message(Message::Error { error }) = parse(line.as_bytes()) else {
+        panic!("an error message");
+    };
+    let data = error.data.expect("data kept, cut");
+    let text = data.as_str().expect("cut data is a string");
+    assert!(text.starts_with(r#"{"dump":"xxx"#));
+    assert!(
+        text.ends_with("[… error.data cut: 100011 bytes, at most 16384 are kept]"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+    assert!(data.to_string().len() <= mcp_task_operator_crds::budget::MAX_ERROR_DATA_BYTES);
+}
+
+#[test]
 fn malformed_messages_name_what_is_wrong() {
     let cases: [(&[u8], Option<&str>, &str); 16] = [
         (

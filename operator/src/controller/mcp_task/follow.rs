@@ -1,54 +1,181 @@
 //! Following a tool container's logs through the API and folding them into [`Progress`].
 //!
-//! One background task per running task reads the log stream from its start (so a restarted
-//! operator rebuilds the same progress from the cluster alone), feeds the bytes to the task's
+//! One background task per running task reads the log from its start (so a restarted operator
+//! rebuilds the same progress from the cluster alone), feeds the bytes to the task's
 //! [`Progress`], reports output warnings and asks for a reconcile after every chunk. The
-//! reconciler reads the shared state; status writes are coalesced there, not here.
+//! follower owns its timing: it reads a dropped stream of a running container again, and
+//! decides whether a stopped container's output was read whole ([`Verdict`]). The reconciler
+//! only asks it what it knows ([`FollowState::view`]); status writes are coalesced there.
+//!
+//! Two rules keep what the follower reports honest:
+//!
+//! - **A result only from a complete read.** A stopped container's log is final, so it is read
+//!   again (without following) until two clean reads return the same bytes (length and hash):
+//!   no clock is compared with the node's. A log that cannot be read so within [`MAX_READS`]
+//!   reads is [`Verdict::Unavailable`], and the task fails rather than complete from a part.
+//! - **Resume from a checkpoint.** The status records ([`Checkpoint`]) how many log bytes its
+//!   state was decided from and how many output warnings were reported. A follower started
+//!   after a failover reads the log again from byte 0 (the state must be rebuilt whole: the
+//!   plain output, every input request), but is not [`FollowView::ready`] until it has read as
+//!   far as the checkpoint, and reports only the warnings past the recorded count. A re-read
+//!   of the same pod in one process works the same way: what a client saw never goes back.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use futures::AsyncReadExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, LogParams};
+use kube::api::Api;
 use tokio::task::JoinHandle;
 
+use self::read::Reader;
+
+use super::observe::Workload;
 use crate::contract::{Progress, ProgressWarning};
 
-/// Bytes read from the log stream per chunk.
-const CHUNK_BYTES: usize = 64 * 1024;
+/// How soon the reconciler looks again while the follower is still reading what it needs.
+pub const LOGS_PENDING: Duration = Duration::from_millis(500);
+/// How long a follower waits, after a stream ended while the pod still said the container
+/// runs (or after a failed read), before it looks at the pod and reads again.
+pub const STREAM_SETTLE: Duration = Duration::from_secs(2);
+/// Reads of a stopped container's log (the stream that saw it stop included) before its output
+/// counts as unavailable: with [`STREAM_SETTLE`] between failed ones, about half a minute for a
+/// kubelet to come back.
+pub const MAX_READS: u32 = 15;
+/// How long a resumed follower may read before it counts as caught up although it has not
+/// reached its checkpoint: the kubelet rotated the log (it keeps only the newest file), so the
+/// log is now shorter than what was read before.
+pub const CATCH_UP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Where a task's status left off in its pod's log; kept in the status (see `status.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    /// The pod whose log this is.
+    pub pod_uid: String,
+    /// Log bytes read when the status was decided.
+    pub bytes: u64,
+    /// Output warnings reported (as Events) so far.
+    pub warnings: u64,
+}
+
+/// Whether a stopped container's output was read whole.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// Still reading (or the container has not stopped).
+    #[default]
+    Reading,
+    /// Two clean reads agreed (or a result or error message was read): the output is whole.
+    Complete,
+    /// The log could not be read whole; says why.
+    Unavailable(String),
+}
 
 /// What one follower has learnt, shared with the reconciler.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FollowState {
-    /// The progress folded from the logs read so far.
+    /// The progress folded from the longest read so far.
     pub progress: Progress,
-    /// Whether the stream has ended (the container stopped, or the connection dropped).
-    pub ended: bool,
-    /// When the stream ended.
-    pub ended_at: Option<std::time::Instant>,
-    /// When the stream ended, by the wall clock (compared with the container's finish time).
-    pub ended_wall: Option<std::time::SystemTime>,
-    /// How many followers before this one read the same pod's logs and ended incomplete.
-    pub rereads: u32,
-    /// Why the stream could not be read, if it could not.
-    pub error: Option<String>,
-    /// When the follower started (`None` for a state no follower writes).
-    pub started_at: Option<std::time::Instant>,
+    /// Log bytes folded into `progress`.
+    bytes: u64,
+    /// Hash of those bytes.
+    digest: u64,
+    /// Output warnings reported so far (a re-read reports only the ones past this count).
+    reported: u64,
+    /// Bytes to read before the progress is at least what the status showed.
+    catch_up_to: u64,
+    /// The pod whose log this is.
+    pod_uid: String,
+    started_at: Instant,
+    /// Whether a stream has ended at least once.
+    ended_once: bool,
+    verdict: Verdict,
+}
+
+impl Default for FollowState {
+    fn default() -> Self {
+        Self {
+            progress: Progress::default(),
+            bytes: 0,
+            digest: 0,
+            reported: 0,
+            catch_up_to: 0,
+            pod_uid: String::new(),
+            started_at: Instant::now(),
+            ended_once: false,
+            verdict: Verdict::Reading,
+        }
+    }
+}
+
+/// What the reconciler may rely on, from [`FollowState::view`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowView {
+    /// The progress is at least what the task's status shows (caught up with the checkpoint).
+    pub ready: bool,
+    /// Whether any stream has ended (a stopped container's first read is done).
+    pub ended_once: bool,
+    /// Whether the stopped container's output was read whole.
+    pub verdict: Verdict,
+    /// The checkpoint to record with a status decided from this progress.
+    pub checkpoint: Checkpoint,
 }
 
 impl FollowState {
-    /// Whether the stream ended without the container's whole output: it failed (say the
-    /// kubelet was down), or it ended over a second before the container finished (`finished`,
-    /// its terminated state's time; the kubelet went away mid-stream and the API server ended
-    /// the response as if complete). Such a log must be read again before the task's outcome is
-    /// decided from it.
-    pub fn incomplete(&self, finished: Option<std::time::SystemTime>) -> bool {
-        let early = match (self.ended_wall, finished) {
-            (Some(ended), Some(finished)) => ended + std::time::Duration::from_secs(1) < finished,
-            _ => false,
-        };
-        self.ended && (self.error.is_some() || early)
+    /// What the reconciler may rely on now.
+    pub fn view(&self) -> FollowView {
+        let ready = self.bytes >= self.catch_up_to
+            || self.progress.terminal().is_some()
+            || self.started_at.elapsed() >= CATCH_UP_LIMIT;
+        FollowView {
+            ready,
+            ended_once: self.ended_once,
+            verdict: self.verdict.clone(),
+            checkpoint: Checkpoint {
+                pod_uid: self.pod_uid.clone(),
+                bytes: self.bytes,
+                warnings: self.reported,
+            },
+        }
+    }
+}
+
+/// What the reconciler must do about the logs before it decides, from [`logs_needed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogsNeeded {
+    /// Nothing: decide now.
+    No,
+    /// Wait for the follower (look again after [`LOGS_PENDING`]).
+    Wait,
+    /// The stopped container's output could not be read whole: the task fails, saying why.
+    Unavailable(String),
+}
+
+/// Whether a task with `workload` can be decided from a follower's `view` now; `told` says
+/// whether the tool's result or error message has been read (it settles the task by itself).
+///
+/// - A running tool: once the follower has caught up with the status's checkpoint (a
+///   restarted operator must not show an `input_required` task as `working` for a moment).
+/// - A tool that exited: only from output read whole ([`Verdict::Complete`]); after
+///   [`MAX_READS`] failed or disagreeing reads, never ([`LogsNeeded::Unavailable`]).
+/// - A failed pod: once the first read has ended (a result read before the failure counts).
+pub fn logs_needed(workload: &Workload, view: &FollowView, told: bool) -> LogsNeeded {
+    if told {
+        return LogsNeeded::No;
+    }
+    let waiting = match workload {
+        Workload::Running => !view.ready,
+        Workload::Exited { .. } => match &view.verdict {
+            Verdict::Reading => true,
+            Verdict::Complete => false,
+            Verdict::Unavailable(why) => return LogsNeeded::Unavailable(why.clone()),
+        },
+        Workload::Failed { .. } => !view.ended_once && view.verdict == Verdict::Reading,
+        Workload::NoJob | Workload::Starting { .. } => false,
+    };
+    if waiting {
+        LogsNeeded::Wait
+    } else {
+        LogsNeeded::No
     }
 }
 
@@ -65,8 +192,24 @@ pub struct LogSource<'a> {
     pub nonce: Option<&'a str>,
 }
 
-/// Called by a follower: `Some(warning)` for a tool-output warning, `None` after new output.
-pub type Notify = Arc<dyn Fn(Option<ProgressWarning>) + Send + Sync>;
+/// What a follower tells its task's reconciler.
+#[derive(Debug, Clone, PartialEq)]
+pub enum News {
+    /// New output was read (or the follower's verdict changed): reconcile soon.
+    Output,
+    /// The stopped container's output could not be read whole (counted in the metrics).
+    Unavailable,
+    /// A tool-output warning, the `ordinal`-th of the task's log (1-based).
+    Warning {
+        /// Which warning of the log this is, counting from its start.
+        ordinal: u64,
+        /// The warning.
+        warning: ProgressWarning,
+    },
+}
+
+/// Called by a follower with its news.
+pub type Notify = Arc<dyn Fn(News) + Send + Sync>;
 
 struct Follower {
     pod_uid: String,
@@ -97,48 +240,36 @@ impl Followers {
     }
 
     /// Makes sure a follower reads the logs of `source`, starting a fresh one when there is
-    /// none, when the pod changed, or when `restart` is set (a dropped stream of a live pod).
+    /// none or the pod changed. A fresh follower resumes from `checkpoint` when it names the
+    /// same pod (the task's status was decided from that far into this pod's log).
     pub fn ensure(
         &self,
         task_uid: &str,
         pods: Api<Pod>,
         source: LogSource<'_>,
-        restart: bool,
+        checkpoint: Option<&Checkpoint>,
         notify: Notify,
     ) -> Arc<Mutex<FollowState>> {
-        let LogSource {
-            pod_name,
-            pod_uid,
-            container,
-            nonce,
-        } = source;
         let mut followers = lock(&self.inner);
-        let mut rereads = 0;
         if let Some(existing) = followers.get(task_uid)
-            && existing.pod_uid == pod_uid
+            && existing.pod_uid == source.pod_uid
         {
-            if !restart {
-                return Arc::clone(&existing.state);
-            }
-            rereads = lock(&existing.state).rereads + 1;
+            return Arc::clone(&existing.state);
         }
+        let resume = checkpoint.filter(|c| c.pod_uid == source.pod_uid);
         let state = Arc::new(Mutex::new(FollowState {
-            started_at: Some(std::time::Instant::now()),
-            rereads,
-            progress: Progress::default().with_nonce(nonce.map(str::to_owned)),
+            progress: Progress::default().with_nonce(source.nonce.map(str::to_owned)),
+            catch_up_to: resume.map_or(0, |c| c.bytes),
+            reported: resume.map_or(0, |c| c.warnings),
+            pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
         }));
-        let task = tokio::spawn(follow(
-            pods,
-            pod_name.to_owned(),
-            container.to_owned(),
-            Arc::clone(&state),
-            notify,
-        ));
+        let reader = Reader::new(pods, source, Arc::clone(&state), notify);
+        let task = tokio::spawn(reader.run());
         let replaced = followers.insert(
             task_uid.to_owned(),
             Follower {
-                pod_uid: pod_uid.to_owned(),
+                pod_uid: source.pod_uid.to_owned(),
                 state: Arc::clone(&state),
                 task,
             },
@@ -184,159 +315,7 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-async fn follow(
-    pods: Api<Pod>,
-    pod: String,
-    container: String,
-    state: Arc<Mutex<FollowState>>,
-    notify: Notify,
-) {
-    let params = LogParams {
-        container: Some(container),
-        follow: true,
-        ..LogParams::default()
-    };
-    let error = match pods.log_stream(&pod, &params).await {
-        Err(e) => Some(e.to_string()),
-        Ok(stream) => read_all(stream, &state, &notify).await.err(),
-    };
-    let warnings = {
-        let mut s = lock(&state);
-        s.ended = true;
-        s.ended_at = Some(std::time::Instant::now());
-        s.ended_wall = Some(std::time::SystemTime::now());
-        if let Some(e) = &error {
-            tracing::warn!(pod = %pod, error = %e, "log stream failed");
-        }
-        s.error = error;
-        s.progress.finish()
-    };
-    for warning in warnings {
-        notify(Some(warning));
-    }
-    notify(None);
-}
-
-async fn read_all(
-    stream: impl futures::AsyncBufRead,
-    state: &Mutex<FollowState>,
-    notify: &Notify,
-) -> Result<(), String> {
-    let mut stream = Box::pin(stream);
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    loop {
-        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Ok(());
-        }
-        let warnings = lock(state).progress.push_bytes(&buf[..n]);
-        for warning in warnings {
-            notify(Some(warning));
-        }
-        notify(None);
-    }
-}
+mod read;
 
 #[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use futures::io::Cursor;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn followers_are_reused_restarted_and_swept() {
-        use axum::http::{Request, Response};
-        use kube::client::Body;
-
-        // Nobody answers the mock: followers wait on their log request until aborted.
-        let (service, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
-        let followers = Followers::default();
-        let notify: Notify = Arc::new(|_| {});
-        let ensure = |uid: &str, (pod_name, pod_uid): (&str, &str), restart| {
-            let source = LogSource {
-                pod_name,
-                pod_uid,
-                container: "tool",
-                nonce: None,
-            };
-            followers.ensure(uid, api.clone(), source, restart, Arc::clone(&notify))
-        };
-        let first = ensure("live", ("p", "pod-1"), false);
-        assert!(
-            Arc::ptr_eq(&first, &ensure("live", ("p", "pod-1"), false)),
-            "same pod: reused"
-        );
-        assert!(
-            !Arc::ptr_eq(&first, &ensure("live", ("p", "pod-1"), true)),
-            "restart: fresh"
-        );
-        assert!(
-            !Arc::ptr_eq(&first, &ensure("live", ("p2", "pod-2"), false)),
-            "new pod: fresh"
-        );
-        ensure("gone", ("g", "pod-3"), false);
-        followers.retain(|uid| uid == "live");
-        assert!(followers.state("gone").is_none());
-        assert!(followers.state("live").is_some());
-        followers.stop("live");
-        assert!(followers.state("live").is_none());
-    }
-
-    #[test]
-    fn a_failed_or_early_ended_stream_is_incomplete() {
-        use std::time::{Duration, SystemTime};
-        let finished = SystemTime::now();
-        let ended = |at: SystemTime, error: Option<&str>| FollowState {
-            ended: true,
-            ended_wall: Some(at),
-            error: error.map(str::to_owned),
-            ..FollowState::default()
-        };
-        assert!(
-            !FollowState::default().incomplete(Some(finished)),
-            "still reading"
-        );
-        assert!(
-            !ended(finished, None).incomplete(Some(finished)),
-            "saw the exit"
-        );
-        assert!(
-            !ended(finished, None).incomplete(None),
-            "no finish time known"
-        );
-        let early = finished - Duration::from_secs(30);
-        assert!(
-            ended(early, None).incomplete(Some(finished)),
-            "kubelet went away"
-        );
-        assert!(
-            ended(finished, Some("502")).incomplete(None),
-            "the stream failed"
-        );
-    }
-
-    #[tokio::test]
-    async fn read_all_folds_chunks_and_notifies() {
-        let state = Mutex::new(FollowState::default());
-        let calls = Arc::new(AtomicUsize::new(0));
-        let warnings = Arc::new(AtomicUsize::new(0));
-        let (c, w) = (Arc::clone(&calls), Arc::clone(&warnings));
-        let notify: Notify = Arc::new(move |warning| {
-            c.fetch_add(1, Ordering::Relaxed);
-            if warning.is_some() {
-                w.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        let logs =
-            b"hello\n{\"mcp\":\"status\",\"message\":\"half\"}\n{\"mcp\":\"bogus\"}\n".to_vec();
-        read_all(Cursor::new(logs), &state, &notify).await.unwrap();
-        let s = lock(&state);
-        assert_eq!(s.progress.status_message(), Some("half"));
-        assert_eq!(s.progress.output().text(), "hello\n{\"mcp\":\"bogus\"}");
-        assert_eq!(warnings.load(Ordering::Relaxed), 1);
-        assert!(calls.load(Ordering::Relaxed) >= 2);
-    }
-}
+mod tests;

@@ -2,7 +2,6 @@
 //! last change is never lost) and report tool-output warnings (capped per task, so a tool that
 //! prints a million malformed lines cannot flood the Events API or the operator's logs).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,12 +11,14 @@ use kube::runtime::events::{Event, EventType};
 use mcp_task_operator_crds::McpTask;
 use tokio::time::Instant;
 
-use super::follow::{Notify, lock};
+use super::follow::{News, Notify, lock};
 use crate::context::{Context, TaskRef};
 use crate::contract::message::shorten;
 
 /// Warning Events (and log lines) per task about its tool's output; later ones are counted only.
-pub const MAX_WARNING_EVENTS: usize = 10;
+/// Counted over the whole log: a follower that reads it again (after a failover, say) reports
+/// only the warnings past the ones already reported (see `follow.rs`).
+pub const MAX_WARNING_EVENTS: u64 = 10;
 
 /// Sends reconcile requests for one task at most once per interval, trailing edge included.
 #[derive(Debug)]
@@ -84,16 +85,21 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
     let recorder = ctx.recorder.clone();
     let reference = kube::Resource::object_ref(task, &());
     let throttle = Throttle::new(ctx.config.status_interval);
-    let warnings = Arc::new(AtomicUsize::new(0));
-    Arc::new(move |warning| {
-        let Some(warning) = warning else {
+    Arc::new(move |news| {
+        if news == News::Unavailable {
+            metrics.tool_warning("OutputUnavailable");
+        }
+        let News::Warning {
+            ordinal: seen,
+            warning,
+        } = news
+        else {
             let (trigger, object) = (trigger.clone(), object.clone());
             // A closed channel means the controller is shutting down.
             throttle.fire(move || drop(trigger.unbounded_send(object)));
             return;
         };
         metrics.tool_warning(warning.reason());
-        let seen = warnings.fetch_add(1, Ordering::Relaxed) + 1;
         if seen > MAX_WARNING_EVENTS {
             return;
         }
@@ -120,7 +126,7 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 

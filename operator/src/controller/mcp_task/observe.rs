@@ -50,6 +50,12 @@ pub enum FailureReason {
     Unschedulable,
     /// The client's answers are too large to hand to the tool container.
     InputTooLarge,
+    /// The stopped tool container's output could not be read whole.
+    OutputUnavailable,
+    /// The task's status would make the object larger than its size budget.
+    StatusTooLarge,
+    /// The API server refused to store the task's status (too large, or invalid).
+    StatusRefused,
 }
 
 impl FailureReason {
@@ -74,6 +80,9 @@ impl FailureReason {
             Self::ContainerConfigError => "ContainerConfigError",
             Self::Unschedulable => "Unschedulable",
             Self::InputTooLarge => "InputTooLarge",
+            Self::OutputUnavailable => "OutputUnavailable",
+            Self::StatusTooLarge => "StatusTooLarge",
+            Self::StatusRefused => "StatusRefused",
         }
     }
 
@@ -108,6 +117,11 @@ impl FailureReason {
             Self::InputTooLarge => {
                 "The client's answers are too large to give to the tool container"
             }
+            Self::OutputUnavailable => {
+                "The tool's output could not be read whole, so it has no result"
+            }
+            Self::StatusTooLarge => "The task's outcome is too large to store",
+            Self::StatusRefused => "The API server refused to store the task's outcome",
         }
     }
 

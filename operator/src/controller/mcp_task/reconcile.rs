@@ -16,7 +16,7 @@ use tracing::instrument;
 
 use super::apply::{self, PodSync};
 use super::build::{BuildError, build_job};
-use super::follow::{FollowState, LogSource, lock};
+use super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, lock, logs_needed};
 use super::nonce;
 use super::notify::notifier;
 use super::observe::{
@@ -24,7 +24,10 @@ use super::observe::{
     start_deadline, tool_container_finished, tool_container_name, tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
-use super::status::{StatusContext, next_status, transition_event, write_delay};
+use super::status::{
+    StatusContext, check_budget, checkpoint_of, next_status, refused_write, transition_event,
+    write_delay,
+};
 use super::ttl::{Expiry, expiry};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
@@ -33,16 +36,6 @@ use crate::policy::check_job;
 
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "mcptask";
-/// How soon to look again while a stopped container's logs are still being read.
-const LOGS_PENDING: Duration = Duration::from_millis(500);
-/// How long after a follower starts a running task's status is left alone (see its use).
-const FOLLOW_WARMUP: Duration = Duration::from_secs(1);
-/// How long a log stream may have ended before a still-running container's logs are re-read.
-const STREAM_SETTLE: Duration = Duration::from_secs(2);
-/// How often a stopped container's incomplete log is read again (every [`STREAM_SETTLE`])
-/// before the outcome is decided from what was read: a minute for a kubelet to come back.
-const MAX_REREADS: u32 = 30;
-
 /// How often a task whose pod has not started is looked at again, for its start deadlines.
 const START_POLL: Duration = Duration::from_secs(2);
 
@@ -196,68 +189,52 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
         return finish(task, ctx, &uid, &decision, job_name, waits).await;
     }
 
-    // Follow the tool container's logs once it has started. A stream that ended while the
-    // pod still says the container runs either saw the exit before the kubelet reported it, or
-    // dropped: wait a moment, then read it again from the start. So is the incomplete log of a
-    // stopped container (the stream failed, or ended before the container did, say while the
-    // kubelet was down), up to MAX_REREADS times: its outcome waits for the whole output.
+    // Follow the tool container's logs once it has started. The follower owns its timing
+    // (re-reading a dropped stream, confirming a stopped container's output): it only says
+    // whether its progress can be used yet, and whether the output was read whole.
     let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
     // Nothing need change on the objects for a start grace period to end: look again.
     if matches!(workload, Workload::Starting { .. }) {
         waits.push(START_POLL);
     }
-    let stopped = matches!(workload, Workload::Exited { .. } | Workload::Failed { .. });
-    let mut reread_pending = false;
     let follow_state = match pod.filter(|p| tool_container_started(p)) {
         Some(pod) => {
             let pod_uid = pod.uid().unwrap_or_default();
-            let previous = ctx.followers.state(&uid);
-            let ended_for = previous
-                .as_ref()
-                .and_then(|s| lock(s).ended_at)
-                .map(|t| t.elapsed());
-            // Only a normal exit: its outcome is read from the output (a failed pod's is not).
-            let incomplete = matches!(workload, Workload::Exited { .. })
-                && previous.as_ref().is_some_and(|s| {
-                    let s = lock(s);
-                    s.incomplete(tool_container_finished(pod)) && s.rereads < MAX_REREADS
-                });
-            let running = workload == Workload::Running || incomplete;
-            reread_pending = incomplete;
-            let dropped = running && ended_for.is_some_and(|d| d >= STREAM_SETTLE);
-            if let Some(d) = ended_for.filter(|d| running && *d < STREAM_SETTLE) {
-                waits.push(STREAM_SETTLE - d);
-            }
-            let pods_api = kube::Api::namespaced(client.clone(), &namespace);
             let source = LogSource {
                 pod_name: &pod.name_any(),
                 pod_uid: &pod_uid,
                 container: tool_container_name(pod),
                 nonce: message_nonce,
             };
+            let pods_api = kube::Api::namespaced(client.clone(), &namespace);
+            let recorded = task.status.as_ref().and_then(checkpoint_of);
             let notify = notifier(ctx, task);
             Some(
                 ctx.followers
-                    .ensure(&uid, pods_api, source, dropped, notify),
+                    .ensure(&uid, pods_api, source, recorded.as_ref(), notify),
             )
         }
+        // The follower outlives its pod: a result read before the pod went still counts.
         None => ctx.followers.state(&uid),
     };
-    // A follower that just (re)started has not replayed the log yet: deciding now would show a
-    // task that was input_required (say) as working for a moment after an operator restart.
-    let warming_for = follow_state
-        .as_ref()
-        .and_then(|s| lock(s).started_at)
-        .map(|t| t.elapsed())
-        .filter(|d| *d < FOLLOW_WARMUP && task.status.is_some() && workload == Workload::Running);
-    if let Some(elapsed) = warming_for {
-        return Ok(Action::requeue(FOLLOW_WARMUP - elapsed));
-    }
-    let logs_pending = pod.is_some_and(tool_container_started)
-        && follow_state.as_ref().is_some_and(|s| !lock(s).ended);
-    if stopped && (logs_pending || reread_pending) {
-        let soonest = waits.iter().min().copied().unwrap_or(LOGS_PENDING);
-        return Ok(Action::requeue(soonest.min(LOGS_PENDING)));
+    if let Some(state) = &follow_state {
+        let (view, told) = {
+            let s = lock(state);
+            (s.view(), s.progress.terminal().is_some())
+        };
+        match logs_needed(&workload, &view, told) {
+            LogsNeeded::No => {}
+            LogsNeeded::Wait => {
+                let soonest = waits.iter().min().copied().unwrap_or(LOGS_PENDING);
+                return Ok(Action::requeue(soonest.min(LOGS_PENDING)));
+            }
+            LogsNeeded::Unavailable(why) => {
+                workload = Workload::Failed {
+                    reason: FailureReason::OutputUnavailable,
+                    detail: Some(why),
+                };
+            }
+        }
     }
 
     let grace_secs = tool
@@ -314,7 +291,23 @@ async fn finish(
     job_name: Option<String>,
     mut wait: Vec<Duration>,
 ) -> Result<Action> {
-    let terminal = decision.outcome.status().is_terminal();
+    let current = task.status.as_ref();
+    let status_ctx = StatusContext {
+        job_name: job_name.or_else(|| current.and_then(|s| s.job_name.clone())),
+        created_at: task.created_at(),
+        expires_at: task.expires_at(),
+        generation: task.metadata.generation,
+        checkpoint: ctx.followers.state(uid).map(|s| lock(&s).view().checkpoint),
+        now: Timestamp::now(),
+    };
+    // A status that would make the task too large for etcd fails the task instead.
+    let mut outcome = decision.outcome.clone();
+    let mut next = next_status(current, &outcome, &status_ctx);
+    if let Some(Err(detail)) = next.as_ref().map(|n| check_budget(task, n)) {
+        outcome = Outcome::failure(FailureReason::StatusTooLarge, Some(detail));
+        next = next_status(current, &outcome, &status_ctx);
+    }
+    let terminal = outcome.status().is_terminal();
     let (namespace, name) = (task.namespace().unwrap_or_default(), task.name_any());
     if terminal {
         let fresh = apply::get_task(&ctx.client, &namespace, &name).await?;
@@ -328,27 +321,33 @@ async fn finish(
     if decision.action == Some(outcome::Action::DeleteJob) {
         apply::delete_job(&ctx.client, &namespace, &name).await?;
     }
-    let current = task.status.as_ref();
-    let status_ctx = StatusContext {
-        job_name: job_name.or_else(|| current.and_then(|s| s.job_name.clone())),
-        created_at: task.created_at(),
-        expires_at: task.expires_at(),
-        generation: task.metadata.generation,
-        now: Timestamp::now(),
-    };
-    if let Some(next) = next_status(current, &decision.outcome, &status_ctx) {
+    if let Some(mut next) = next {
         let delay = write_delay(
             ctx.since_last_write(uid),
             ctx.config.status_interval,
             current.map(|s| s.status),
-            decision.outcome.status(),
+            outcome.status(),
         );
         if delay.is_zero() {
             let started = std::time::Instant::now();
-            apply::apply_status(&ctx.client, task, &next).await?;
+            if let Err(refused) = apply::apply_status(&ctx.client, task, &next).await {
+                // A status the API server refuses (too large, invalid) would be retried until
+                // the TTL: the task fails with a small status saying why, once.
+                let Some(detail) = refused_write(&refused) else {
+                    return Err(refused);
+                };
+                tracing::warn!(task = %name, error = %refused, "status refused; failing the task");
+                outcome = Outcome::failure(FailureReason::StatusRefused, Some(detail));
+                let Some(failed) = next_status(current, &outcome, &status_ctx) else {
+                    return Err(refused);
+                };
+                next = failed;
+                apply::apply_status(&ctx.client, task, &next).await?;
+            }
+            let terminal = outcome.status().is_terminal();
             ctx.metrics.status_written(started.elapsed());
             ctx.record_write(uid, terminal);
-            if let Some(event) = transition_event(current.map(|s| s.status), &decision.outcome) {
+            if let Some(event) = transition_event(current.map(|s| s.status), &outcome) {
                 ctx.metrics.transition(event.reason);
                 ctx.publish(task, event.reason, event.note, event.warning)
                     .await;

@@ -6,12 +6,19 @@
 
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use mcp_task_operator_crds::{McpTaskStatus, TaskStatus};
+use mcp_task_operator_crds::budget::{MAX_TASK_BYTES, task_bytes_with_status};
+use mcp_task_operator_crds::{McpTask, McpTaskStatus, TaskStatus};
 
 use super::condition::with_succeeded;
+use super::follow::Checkpoint;
 use super::outcome::Outcome;
+
+/// Type of the status condition that records the log follower's [`Checkpoint`]: where in the
+/// pod's log the status was decided, and how many output warnings were reported. Its message
+/// reads `pod <uid>: <bytes> log bytes read, <warnings> output warnings reported`.
+pub const CHECKPOINT_CONDITION: &str = "OutputFollowed";
 
 /// The status fields that do not come from the outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +31,8 @@ pub struct StatusContext {
     pub expires_at: Option<Timestamp>,
     /// The task's `metadata.generation`.
     pub generation: Option<i64>,
+    /// Where the log follower is, if one runs: recorded in the [`CHECKPOINT_CONDITION`].
+    pub checkpoint: Option<Checkpoint>,
     /// The current time.
     pub now: Timestamp,
 }
@@ -73,7 +82,108 @@ pub fn next_status(
     } else {
         current.and_then(|c| c.last_updated_at.clone())
     };
+    if let Some(checkpoint) = &ctx.checkpoint {
+        let written_anyway = current != Some(&next);
+        record_checkpoint(&mut next.conditions, checkpoint, written_anyway, ctx.now);
+    }
     (current != Some(&next)).then_some(next)
+}
+
+/// Puts `checkpoint` into the [`CHECKPOINT_CONDITION`] of `conditions`. Only a new pod or a
+/// new warning count is worth a write of its own: unless the status is `written_anyway`, more
+/// bytes read alone keep the recorded count (a checkpoint that lags is safe, a resumed follower
+/// just reads less before it is ready), so a chatty tool's plain output causes no writes.
+fn record_checkpoint(
+    conditions: &mut Vec<Condition>,
+    checkpoint: &Checkpoint,
+    written_anyway: bool,
+    now: Timestamp,
+) {
+    let existing = conditions
+        .iter()
+        .position(|c| c.type_ == CHECKPOINT_CONDITION);
+    if let Some(i) = existing
+        && !written_anyway
+        && let Some(old) = parse_checkpoint(&conditions[i].message)
+        && old.pod_uid == checkpoint.pod_uid
+        && old.warnings == checkpoint.warnings
+    {
+        return;
+    }
+    let condition = Condition {
+        type_: CHECKPOINT_CONDITION.to_owned(),
+        status: "True".to_owned(),
+        reason: "LogRead".to_owned(),
+        message: format!(
+            "pod {}: {} log bytes read, {} output warnings reported",
+            checkpoint.pod_uid, checkpoint.bytes, checkpoint.warnings
+        ),
+        last_transition_time: Time(now),
+        observed_generation: None,
+    };
+    match existing {
+        Some(i) => {
+            let since = conditions[i].last_transition_time.clone();
+            conditions[i] = Condition {
+                last_transition_time: since,
+                ..condition
+            };
+        }
+        None => conditions.push(condition),
+    }
+}
+
+/// The log follower's checkpoint recorded in `status`, if any.
+pub fn checkpoint_of(status: &McpTaskStatus) -> Option<Checkpoint> {
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == CHECKPOINT_CONDITION)?;
+    parse_checkpoint(&condition.message)
+}
+
+fn parse_checkpoint(message: &str) -> Option<Checkpoint> {
+    let (pod, rest) = message.strip_prefix("pod ")?.split_once(": ")?;
+    let (bytes, rest) = rest.split_once(" log bytes read, ")?;
+    let warnings = rest.strip_suffix(" output warnings reported")?;
+    Some(Checkpoint {
+        pod_uid: pod.to_owned(),
+        bytes: bytes.parse().ok()?,
+        warnings: warnings.parse().ok()?,
+    })
+}
+
+/// Whether `task` with `next` as its status stays within the object's size budget; otherwise
+/// says how large it would be.
+pub fn check_budget(task: &McpTask, next: &McpTaskStatus) -> Result<(), String> {
+    let bytes = task_bytes_with_status(task, next);
+    if bytes <= MAX_TASK_BYTES {
+        return Ok(());
+    }
+    Err(format!(
+        "the task would take {bytes} bytes with this {} status; at most {MAX_TASK_BYTES} bytes \
+         fit one task object",
+        next.status.as_str()
+    ))
+}
+
+/// What the API server said when it refused a status write for good (413, 422, or a request
+/// "too large" for etcd), shortened; `None` for errors worth a retry.
+pub fn refused_write(error: &crate::error::Error) -> Option<String> {
+    let crate::error::Error::Kube {
+        source: kube::Error::Api(status),
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let too_large = status.message.to_ascii_lowercase().contains("too large");
+    (status.code == 413 || status.code == 422 || too_large).then(|| {
+        crate::contract::message::shorten(
+            &format!("HTTP {}: {}", status.code, status.message),
+            1000,
+        )
+    })
 }
 
 /// Whether two statuses show a client the same task (lastUpdatedAt aside).

@@ -329,7 +329,8 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
         "no outcome before the logs are read"
     );
     let state = ctx.followers.state("task-uid").expect("a follower runs");
-    while !lock(&state).ended {
+    // The follower reads the stopped container's log twice: the same bytes, so it is whole.
+    while lock(&state).view().verdict == super::super::follow::Verdict::Reading {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     reconcile(guard, ctx).await.unwrap();
@@ -389,9 +390,19 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
 #[tokio::test]
 async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
     let mut task = live_task();
+    // The status was decided from 100 bytes of this pod's log; the new follower has read none.
+    let checkpoint = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: "OutputFollowed".into(),
+        status: "True".into(),
+        reason: "LogRead".into(),
+        message: "pod pod-uid: 100 log bytes read, 0 output warnings reported".into(),
+        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
+        observed_generation: None,
+    };
     task.status = Some(McpTaskStatus {
         status: TaskStatus::InputRequired,
         job_name: Some(ID.into()),
+        conditions: vec![checkpoint],
         ..Default::default()
     });
     let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});

@@ -17,6 +17,7 @@ fn ctx(now: &str) -> StatusContext {
         created_at: Some(ts("2026-08-01T12:00:00Z")),
         expires_at: Some(ts("2026-08-01T13:00:00Z")),
         generation: Some(1),
+        checkpoint: None,
         now: ts(now),
     }
 }
@@ -204,4 +205,102 @@ fn transitions_emit_one_event_each() {
     };
     let e = transition_event(Some(TaskStatus::Working), &cancelled).unwrap();
     assert_eq!((e.reason, e.warning), ("Cancelled", false));
+}
+
+fn checkpoint(pod_uid: &str, bytes: u64, warnings: u64) -> Checkpoint {
+    Checkpoint {
+        pod_uid: pod_uid.into(),
+        bytes,
+        warnings,
+    }
+}
+
+#[test]
+fn the_checkpoint_is_recorded_and_read_back() {
+    let mut c = ctx("2026-08-01T12:00:01Z");
+    c.checkpoint = Some(checkpoint("pod-1", 1234, 2));
+    let s = next_status(None, &working("Running"), &c).unwrap();
+    assert_eq!(s.conditions.len(), 1);
+    assert_eq!(s.conditions[0].type_, CHECKPOINT_CONDITION);
+    assert_eq!(
+        s.conditions[0].message,
+        "pod pod-1: 1234 log bytes read, 2 output warnings reported"
+    );
+    assert_eq!(checkpoint_of(&s), Some(checkpoint("pod-1", 1234, 2)));
+    assert_eq!(checkpoint_of(&McpTaskStatus::default()), None);
+}
+
+#[test]
+fn more_bytes_alone_cause_no_write_but_a_warning_or_a_new_pod_does() {
+    let mut c = ctx("2026-08-01T12:00:01Z");
+    c.checkpoint = Some(checkpoint("pod-1", 100, 1));
+    let first = next_status(None, &working("Running"), &c).unwrap();
+    c.checkpoint = Some(checkpoint("pod-1", 9000, 1));
+    assert_eq!(next_status(Some(&first), &working("Running"), &c), None);
+    c.checkpoint = Some(checkpoint("pod-1", 9000, 2));
+    let warned = next_status(Some(&first), &working("Running"), &c).unwrap();
+    assert_eq!(checkpoint_of(&warned), Some(checkpoint("pod-1", 9000, 2)));
+    assert_eq!(
+        warned.last_updated_at, first.last_updated_at,
+        "the checkpoint is not client-visible"
+    );
+    c.checkpoint = Some(checkpoint("pod-1", 9500, 2));
+    let asked = next_status(Some(&warned), &working("Asked"), &c).unwrap();
+    assert_eq!(
+        checkpoint_of(&asked),
+        Some(checkpoint("pod-1", 9500, 2)),
+        "a write for another reason records the bytes too"
+    );
+    c.checkpoint = Some(checkpoint("pod-2", 0, 0));
+    let moved = next_status(Some(&warned), &working("Running"), &c).unwrap();
+    assert_eq!(checkpoint_of(&moved), Some(checkpoint("pod-2", 0, 0)));
+    assert_eq!(moved.conditions.len(), 1);
+}
+
+#[test]
+fn a_status_over_the_object_budget_is_refused_with_the_sizes() {
+    let mut task = crate::fixtures::task();
+    let small = next_status(None, &working("Running"), &ctx("2026-08-01T12:00:01Z")).unwrap();
+    assert_eq!(check_budget(&task, &small), Ok(()));
+    let mut result = Map::new();
+    result.insert("text".into(), json!("r".repeat(600_000)));
+    let completed = Outcome::Completed {
+        message: None,
+        result,
+    };
+    let big = next_status(None, &completed, &ctx("2026-08-01T12:00:01Z")).unwrap();
+    assert_eq!(check_budget(&task, &big), Ok(()), "600 KB alone fits");
+    task.spec.client_capabilities = Some(Map::from_iter([(
+        "blob".to_owned(),
+        json!("c".repeat(500_000)),
+    )]));
+    let err = check_budget(&task, &big).unwrap_err();
+    assert!(
+        err.starts_with("the task would take 110")
+            && err
+                .ends_with("with this completed status; at most 1048576 bytes fit one task object"),
+        "{err}"
+    );
+}
+
+#[test]
+fn only_a_final_refusal_of_a_status_write_fails_the_task() {
+    let api = |code: u16, message: &str| crate::error::Error::Kube {
+        op: crate::error::KubeOp::Patch,
+        kind: "McpTask status",
+        name: "t".into(),
+        source: kube::Error::Api(
+            kube::core::Status::failure(message, "Invalid")
+                .with_code(code)
+                .boxed(),
+        ),
+    };
+    assert_eq!(
+        refused_write(&api(413, "Request entity too large: limit is 3145728")).as_deref(),
+        Some("HTTP 413: Request entity too large: limit is 3145728")
+    );
+    assert!(refused_write(&api(422, "status.status: Invalid value")).is_some());
+    assert!(refused_write(&api(500, "etcdserver: request is too large")).is_some());
+    assert_eq!(refused_write(&api(500, "etcdserver: leader changed")), None);
+    assert_eq!(refused_write(&api(409, "conflict")), None);
 }

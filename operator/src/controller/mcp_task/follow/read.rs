@@ -1,0 +1,299 @@
+//! One follower's reads of its container's log: each from byte 0, folded without ever showing
+//! less than before, re-read while the container runs and judged once it has stopped (see the
+//! parent module for the rules).
+
+use std::hash::Hasher;
+use std::sync::{Arc, Mutex};
+
+use futures::AsyncReadExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, LogParams};
+
+use super::{FollowState, LogSource, MAX_READS, News, Notify, STREAM_SETTLE, Verdict, lock};
+use crate::contract::{Progress, ProgressWarning};
+
+/// Bytes read from the log stream per chunk.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// What the pod says about the tool container, for a follower whose stream ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Container {
+    /// Not terminated (yet): the stream ended early, or before the kubelet reported the exit.
+    Live,
+    /// Terminated: its log is final.
+    Stopped,
+    /// The pod is gone (or never had the container): there is nothing more to read.
+    Gone(String),
+}
+
+/// Length and hash of one read of a log.
+pub(super) type Digest = (u64, u64);
+
+/// One read of the log, from byte 0: folded into a progress of its own until it has read as
+/// far as the state's (then it becomes the state's progress), so what the reconciler sees never
+/// goes back.
+pub(super) struct Read {
+    progress: Option<Progress>,
+    bytes: u64,
+    hasher: std::hash::DefaultHasher,
+    warnings: u64,
+}
+
+impl Read {
+    pub(super) fn new(nonce: Option<&str>) -> Self {
+        Self {
+            progress: Some(Progress::default().with_nonce(nonce.map(str::to_owned))),
+            bytes: 0,
+            hasher: std::hash::DefaultHasher::new(),
+            warnings: 0,
+        }
+    }
+
+    pub(super) fn digest(&self) -> Digest {
+        (self.bytes, self.hasher.finish())
+    }
+
+    /// Folds `chunk` in; returns the warnings to report (those past the state's count).
+    pub(super) fn push(&mut self, state: &mut FollowState, chunk: &[u8]) -> Vec<News> {
+        self.bytes += chunk.len() as u64;
+        self.hasher.write(chunk);
+        let raised = match self.progress.as_mut() {
+            Some(own) => own.push_bytes(chunk),
+            None => state.progress.push_bytes(chunk),
+        };
+        self.go_live(state);
+        self.report(state, raised)
+    }
+
+    /// Finishes this read (it is the whole log) and returns the warnings of its last line.
+    fn finishing(mut self, state: &mut FollowState) -> Vec<News> {
+        let mut news = self.finish(state);
+        news.push(News::Output);
+        news
+    }
+
+    /// The read ended at the container's end: a partial last line counts as a line.
+    fn finish(&mut self, state: &mut FollowState) -> Vec<News> {
+        self.go_live(state);
+        let raised = match self.progress.as_mut() {
+            Some(own) => own.finish(),
+            None => state.progress.finish(),
+        };
+        self.report(state, raised)
+    }
+
+    fn go_live(&mut self, state: &mut FollowState) {
+        if self.progress.is_some() && self.bytes >= state.bytes {
+            state.progress = self.progress.take().unwrap_or_default();
+        }
+        if self.progress.is_none() {
+            state.bytes = self.bytes;
+            state.digest = self.hasher.finish();
+        }
+    }
+
+    fn report(&mut self, state: &mut FollowState, raised: Vec<ProgressWarning>) -> Vec<News> {
+        let mut news = Vec::new();
+        for warning in raised {
+            self.warnings += 1;
+            if self.warnings > state.reported {
+                state.reported = self.warnings;
+                news.push(News::Warning {
+                    ordinal: self.warnings,
+                    warning,
+                });
+            }
+        }
+        news
+    }
+}
+
+/// The background task of one follower: reads, re-reads and judges one container's log.
+pub(super) struct Reader {
+    pods: Api<Pod>,
+    pod: String,
+    container: String,
+    nonce: Option<String>,
+    state: Arc<Mutex<FollowState>>,
+    notify: Notify,
+}
+
+impl Reader {
+    /// A reader of `source`'s log into `state`, telling `notify`.
+    pub(super) fn new(
+        pods: Api<Pod>,
+        source: LogSource<'_>,
+        state: Arc<Mutex<FollowState>>,
+        notify: Notify,
+    ) -> Self {
+        Self {
+            pods,
+            pod: source.pod_name.to_owned(),
+            container: source.container.to_owned(),
+            nonce: source.nonce.map(str::to_owned),
+            state,
+            notify,
+        }
+    }
+
+    /// Reads until the stopped container's output is judged, then records the verdict.
+    pub(super) async fn run(self) {
+        let verdict = self.read_until_verdict().await;
+        let unavailable = matches!(verdict, Verdict::Unavailable(_));
+        if let Verdict::Unavailable(why) = &verdict {
+            tracing::warn!(pod = %self.pod, reason = %why, "tool output unavailable");
+        }
+        lock(&self.state).verdict = verdict;
+        if unavailable {
+            (self.notify)(News::Unavailable);
+        }
+        (self.notify)(News::Output);
+    }
+
+    async fn read_until_verdict(&self) -> Verdict {
+        let mut stopped = false;
+        let mut reads = 0;
+        let mut clean: Vec<Digest> = Vec::new();
+        let mut last_error = None;
+        let mut pod_errors = 0;
+        loop {
+            // A live container's log is followed; a stopped one's is read to its end.
+            let (read, result) = self.read(!stopped).await;
+            lock(&self.state).ended_once = true;
+            (self.notify)(News::Output);
+            let container = match self.container_state().await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(pod = %self.pod, error = %e, "reading the pod failed");
+                    pod_errors += 1;
+                    if pod_errors >= MAX_READS {
+                        return Verdict::Unavailable(format!(
+                            "the tool's pod could not be read in {pod_errors} tries: {e}"
+                        ));
+                    }
+                    tokio::time::sleep(STREAM_SETTLE).await;
+                    continue;
+                }
+            };
+            match container {
+                Container::Gone(why) => return Verdict::Unavailable(why),
+                Container::Live if !stopped => {
+                    // The stream ended early (dropped, or the exit is not reported yet).
+                    tokio::time::sleep(STREAM_SETTLE).await;
+                    continue;
+                }
+                Container::Live | Container::Stopped => stopped = true,
+            }
+            reads += 1;
+            let failed = result.is_err();
+            match result {
+                Ok(()) => {
+                    let digest = read.digest();
+                    let whole = {
+                        let mut s = lock(&self.state);
+                        let agreed = clean.contains(&digest) && (s.bytes, s.digest) == digest;
+                        let told = s.progress.terminal().is_some();
+                        (agreed || told).then(|| read.finishing(&mut s))
+                    };
+                    if let Some(news) = whole {
+                        for item in news {
+                            (self.notify)(item);
+                        }
+                        return Verdict::Complete;
+                    }
+                    clean.push(digest);
+                }
+                Err(e) => {
+                    tracing::warn!(pod = %self.pod, error = %e, "log read failed");
+                    last_error = Some(e);
+                }
+            }
+            if reads >= MAX_READS {
+                let why = match &last_error {
+                    Some(e) => format!(
+                        "the stopped tool container's log could not be read to its end in \
+                         {reads} reads; the last failed with: {e}"
+                    ),
+                    None => format!(
+                        "no two of {reads} reads of the stopped tool container's log returned \
+                         the same bytes"
+                    ),
+                };
+                return Verdict::Unavailable(why);
+            }
+            if failed {
+                tokio::time::sleep(STREAM_SETTLE).await;
+            }
+        }
+    }
+
+    /// Reads the log from its start, following it if `follow`; returns the read and whether it
+    /// ended cleanly (the API server's response ended without an error).
+    async fn read(&self, follow: bool) -> (Read, Result<(), String>) {
+        let mut read = Read::new(self.nonce.as_deref());
+        let params = LogParams {
+            container: Some(self.container.clone()),
+            follow,
+            ..LogParams::default()
+        };
+        let result = match self.pods.log_stream(&self.pod, &params).await {
+            Err(e) => Err(e.to_string()),
+            Ok(stream) => self.fold(stream, &mut read).await,
+        };
+        (read, result)
+    }
+
+    async fn fold(
+        &self,
+        stream: impl futures::AsyncBufRead,
+        read: &mut Read,
+    ) -> Result<(), String> {
+        fold_stream(stream, read, &self.state, &self.notify).await
+    }
+
+    /// The tool container's state, from a list of the one pod (the operator may list pods,
+    /// not get them).
+    async fn container_state(&self) -> Result<Container, kube::Error> {
+        let params = ListParams::default().fields(&format!("metadata.name={}", self.pod));
+        let Some(pod) = self.pods.list(&params).await?.items.into_iter().next() else {
+            return Ok(Container::Gone(format!(
+                "the pod {} was deleted before its log was read",
+                self.pod
+            )));
+        };
+        let status = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|all| all.iter().find(|c| c.name == self.container));
+        Ok(match status.and_then(|c| c.state.as_ref()) {
+            Some(state) if state.terminated.is_some() => Container::Stopped,
+            Some(_) => Container::Live,
+            None => Container::Gone(format!(
+                "the pod {} has no container {}",
+                self.pod, self.container
+            )),
+        })
+    }
+}
+
+pub(super) async fn fold_stream(
+    stream: impl futures::AsyncBufRead,
+    read: &mut Read,
+    state: &Mutex<FollowState>,
+    notify: &Notify,
+) -> Result<(), String> {
+    let mut stream = Box::pin(stream);
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let news = read.push(&mut lock(state), &buf[..n]);
+        for item in news {
+            notify(item);
+        }
+        notify(News::Output);
+    }
+}

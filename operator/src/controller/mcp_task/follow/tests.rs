@@ -1,0 +1,378 @@
+//! Follower tests: reads folded without going back, warnings reported once, and the verdict
+//! on a stopped container's output from recorded log responses (a mock API server).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::http::{Request, Response, StatusCode};
+use futures::io::Cursor;
+use kube::client::Body;
+use serde_json::json;
+
+use super::read::{Read, fold_stream};
+use super::*;
+
+const MALFORMED: &str = "{\"mcp\":\"bogus\"}\n";
+
+fn silent() -> Notify {
+    Arc::new(|_| {})
+}
+
+#[test]
+fn the_digest_does_not_depend_on_how_the_stream_is_cut() {
+    let log = b"one\ntwo\n{\"mcp\":\"status\",\"message\":\"x\"}\nthree";
+    let mut whole = Read::new(None);
+    whole.push(&mut FollowState::default(), log);
+    let mut bytewise = Read::new(None);
+    let mut state = FollowState::default();
+    for b in log {
+        bytewise.push(&mut state, std::slice::from_ref(b));
+    }
+    assert_eq!(whole.digest(), bytewise.digest());
+    let mut other = Read::new(None);
+    other.push(&mut FollowState::default(), b"one\ntwo\n");
+    assert_ne!(whole.digest(), other.digest());
+}
+
+#[test]
+fn a_second_read_replaces_the_progress_only_once_it_has_read_as_far() {
+    let mut state = FollowState::default();
+    let mut first = Read::new(None);
+    first.push(
+        &mut state,
+        b"{\"mcp\":\"status\",\"message\":\"far\"}\nplain\n",
+    );
+    assert_eq!(state.progress.status_message(), Some("far"));
+    let mut again = Read::new(None);
+    again.push(&mut state, b"{\"mcp\":\"status\",\"message\":\"near\"}\n");
+    assert_eq!(
+        state.progress.status_message(),
+        Some("far"),
+        "a shorter read never shows"
+    );
+    again.push(&mut state, b"{\"mcp\":\"status\",\"message\":\"far\"}\n");
+    assert_eq!(state.progress.status_message(), Some("far"));
+    assert_eq!(state.bytes, again.digest().0, "the longer read took over");
+}
+
+#[test]
+fn warnings_already_reported_are_not_reported_again() {
+    let mut state = FollowState {
+        reported: 2,
+        ..FollowState::default()
+    };
+    let mut read = Read::new(None);
+    let news = read.push(&mut state, MALFORMED.repeat(3).as_bytes());
+    assert_eq!(news.len(), 1, "only the third: {news:?}");
+    assert!(matches!(news[0], News::Warning { ordinal: 3, .. }));
+    assert_eq!(state.reported, 3);
+    let mut again = Read::new(None);
+    assert!(
+        again
+            .push(&mut state, MALFORMED.repeat(3).as_bytes())
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_resumed_follower_is_ready_only_once_caught_up() {
+    let mut state = FollowState {
+        catch_up_to: 10,
+        ..FollowState::default()
+    };
+    assert!(!state.view().ready);
+    Read::new(None).push(&mut state, b"0123456789");
+    assert!(state.view().ready);
+    let fresh = FollowState::default();
+    assert!(fresh.view().ready, "nothing to catch up with");
+    let rotated = FollowState {
+        catch_up_to: 10,
+        started_at: Instant::now() - CATCH_UP_LIMIT,
+        ..FollowState::default()
+    };
+    assert!(
+        rotated.view().ready,
+        "a rotated log is used after the limit"
+    );
+}
+
+#[test]
+fn logs_needed_waits_for_a_whole_read_of_a_stopped_container() {
+    let view = |verdict: Verdict, ready: bool| FollowView {
+        ready,
+        ended_once: false,
+        verdict,
+        checkpoint: Checkpoint::default(),
+    };
+    let exited = Workload::Exited { exit_code: 0 };
+    assert_eq!(
+        logs_needed(&exited, &view(Verdict::Reading, true), false),
+        LogsNeeded::Wait
+    );
+    assert_eq!(
+        logs_needed(&exited, &view(Verdict::Complete, true), false),
+        LogsNeeded::No
+    );
+    assert_eq!(
+        logs_needed(
+            &exited,
+            &view(Verdict::Unavailable("x".into()), true),
+            false
+        ),
+        LogsNeeded::Unavailable("x".into())
+    );
+    assert_eq!(
+        logs_needed(&exited, &view(Verdict::Reading, true), true),
+        LogsNeeded::No,
+        "a result message settles it"
+    );
+    assert_eq!(
+        logs_needed(&Workload::Running, &view(Verdict::Reading, false), false),
+        LogsNeeded::Wait
+    );
+    assert_eq!(
+        logs_needed(&Workload::Running, &view(Verdict::Reading, true), false),
+        LogsNeeded::No
+    );
+}
+
+/// One recorded answer to a log request: a status and a body.
+type LogAnswer = (u16, &'static str);
+
+/// Runs a follower of pod `p` (container `tool`) against a mock API server that answers log
+/// requests with `logs` in order (the last one again once they run out) and pod reads with a
+/// pod whose container is terminated; returns the state once the follower has a verdict, and
+/// how many log requests it made.
+async fn follow_recorded(
+    logs: Vec<LogAnswer>,
+    checkpoint: Option<Checkpoint>,
+) -> (Arc<Mutex<FollowState>>, usize, Vec<u64>) {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let log_reads = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&log_reads);
+    tokio::spawn(async move {
+        let mut logs: VecDeque<LogAnswer> = logs.into();
+        while let Some((request, send)) = handle.next_request().await {
+            let path = request.uri().path().to_owned();
+            let (status, body) = if path.ends_with("/log") {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let answer = if logs.len() > 1 {
+                    logs.pop_front()
+                } else {
+                    logs.front().copied()
+                };
+                let (code, text) = answer.expect("a recorded log answer");
+                let body = if code == 200 {
+                    text.to_owned()
+                } else {
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "code": code, "message": text})
+                    .to_string()
+                };
+                (code, body)
+            } else {
+                assert!(
+                    request
+                        .uri()
+                        .query()
+                        .is_some_and(|q| q.contains("fieldSelector")),
+                    "the follower lists its one pod: {path}"
+                );
+                let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "p", "namespace": "tools", "uid": "pod-1"},
+                    "status": {"containerStatuses": [{"name": "tool", "image": "i", "imageID": "",
+                        "ready": false, "restartCount": 0,
+                        "state": {"terminated": {"exitCode": 0}}}]}});
+                let list = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+                    "items": [pod]});
+                (200, list.to_string())
+            };
+            let response = Response::builder()
+                .status(StatusCode::from_u16(status).expect("status"))
+                .body(Body::from(body.into_bytes()))
+                .expect("response");
+            send.send_response(response);
+        }
+    });
+    let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&warnings);
+    let notify: Notify = Arc::new(move |news| {
+        if let News::Warning { ordinal, .. } = news {
+            lock(&seen).push(ordinal);
+        }
+    });
+    let followers = Followers::default();
+    let source = LogSource {
+        pod_name: "p",
+        pod_uid: "pod-1",
+        container: "tool",
+        nonce: None,
+    };
+    let state = followers.ensure("task", api, source, checkpoint.as_ref(), notify);
+    while lock(&state).verdict == Verdict::Reading {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reported = lock(&warnings).clone();
+    (state, log_reads.load(Ordering::SeqCst), reported)
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_reads_returning_the_same_bytes_complete_the_output() {
+    let (state, reads, _) = follow_recorded(vec![(200, "hello\nworld")], None).await;
+    let s = lock(&state);
+    assert_eq!(s.verdict, Verdict::Complete);
+    assert_eq!(s.progress.output().text(), "hello\nworld");
+    assert_eq!(reads, 2, "the stream, then one read that agrees");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_cut_short_is_read_again_until_two_reads_agree() {
+    // The kubelet went away mid-stream and the API server ended the response as if complete.
+    let logs = vec![
+        (200, "hel"),
+        (200, "hello\nworld\n"),
+        (200, "hello\nworld\n"),
+    ];
+    let (state, reads, _) = follow_recorded(logs, None).await;
+    let s = lock(&state);
+    assert_eq!(s.verdict, Verdict::Complete);
+    assert_eq!(s.progress.output().text(), "hello\nworld");
+    assert_eq!(reads, 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_log_that_cannot_be_read_is_unavailable_after_the_read_budget() {
+    let (state, reads, _) = follow_recorded(vec![(502, "kubelet unreachable")], None).await;
+    let s = lock(&state);
+    let Verdict::Unavailable(why) = &s.verdict else {
+        panic!("{:?}", s.verdict)
+    };
+    assert!(
+        why.contains("could not be read to its end in 15 reads"),
+        "{why}"
+    );
+    assert!(why.contains("kubelet unreachable"), "{why}");
+    assert_eq!(reads, MAX_READS as usize);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_log_whose_reads_never_agree_is_unavailable() {
+    let logs = vec![
+        (200, "a"),
+        (200, "ab"),
+        (200, "abc"),
+        (200, "abcd"),
+        (200, "abcde"),
+        (200, "abcdef"),
+        (200, "abcdefg"),
+        (200, "abcdefgh"),
+        (200, "abcdefghi"),
+        (200, "abcdefghij"),
+        (200, "abcdefghijk"),
+        (200, "abcdefghijkl"),
+        (200, "abcdefghijklm"),
+        (200, "abcdefghijklmn"),
+        (200, "abcdefghijklmno"),
+        (200, "abcdefghijklmnop"),
+    ];
+    let (state, reads, _) = follow_recorded(logs, None).await;
+    let s = lock(&state);
+    let Verdict::Unavailable(why) = &s.verdict else {
+        panic!("{:?}", s.verdict)
+    };
+    assert!(why.contains("no two of 15 reads"), "{why}");
+    assert_eq!(reads, MAX_READS as usize);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_result_message_needs_no_second_read() {
+    let log = "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n";
+    let (state, reads, _) = follow_recorded(vec![(200, log)], None).await;
+    assert_eq!(lock(&state).verdict, Verdict::Complete);
+    assert_eq!(reads, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_follower_reports_only_warnings_past_its_checkpoint() {
+    let log: &'static str = "{\"mcp\":\"bogus\"}\n{\"mcp\":\"bogus\"}\n{\"mcp\":\"bogus\"}\n";
+    let checkpoint = Checkpoint {
+        pod_uid: "pod-1".into(),
+        bytes: 32,
+        warnings: 2,
+    };
+    let (state, _, reported) = follow_recorded(vec![(200, log)], Some(checkpoint)).await;
+    assert_eq!(
+        reported,
+        vec![3],
+        "the first two were reported before the failover"
+    );
+    assert_eq!(lock(&state).view().checkpoint.warnings, 3);
+    let other_pod = Checkpoint {
+        pod_uid: "pod-0".into(),
+        bytes: 32,
+        warnings: 2,
+    };
+    let (_, _, reported) = follow_recorded(vec![(200, log)], Some(other_pod)).await;
+    assert_eq!(
+        reported,
+        vec![1, 2, 3],
+        "another pod's checkpoint does not apply"
+    );
+}
+
+#[tokio::test]
+async fn followers_are_reused_per_pod_and_swept() {
+    // Nobody answers the mock: followers wait on their log request until aborted.
+    let (service, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
+    let followers = Followers::default();
+    let ensure = |uid: &str, (pod_name, pod_uid): (&str, &str)| {
+        let source = LogSource {
+            pod_name,
+            pod_uid,
+            container: "tool",
+            nonce: None,
+        };
+        followers.ensure(uid, api.clone(), source, None, silent())
+    };
+    let first = ensure("live", ("p", "pod-1"));
+    assert!(
+        Arc::ptr_eq(&first, &ensure("live", ("p", "pod-1"))),
+        "same pod: reused"
+    );
+    assert!(
+        !Arc::ptr_eq(&first, &ensure("live", ("p2", "pod-2"))),
+        "new pod: fresh"
+    );
+    ensure("gone", ("g", "pod-3"));
+    followers.retain(|uid| uid == "live");
+    assert!(followers.state("gone").is_none());
+    assert!(followers.state("live").is_some());
+    followers.stop("live");
+    assert!(followers.state("live").is_none());
+}
+
+#[tokio::test]
+async fn fold_stream_folds_chunks_and_notifies() {
+    let state = Mutex::new(FollowState::default());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let warnings = Arc::new(AtomicUsize::new(0));
+    let (c, w) = (Arc::clone(&calls), Arc::clone(&warnings));
+    let notify: Notify = Arc::new(move |news| {
+        c.fetch_add(1, Ordering::Relaxed);
+        if matches!(news, News::Warning { .. }) {
+            w.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let logs = b"hello\n{\"mcp\":\"status\",\"message\":\"half\"}\n{\"mcp\":\"bogus\"}\n".to_vec();
+    let mut read = Read::new(None);
+    fold_stream(Cursor::new(logs), &mut read, &state, &notify)
+        .await
+        .unwrap();
+    let s = lock(&state);
+    assert_eq!(s.progress.status_message(), Some("half"));
+    assert_eq!(s.progress.output().text(), "hello\n{\"mcp\":\"bogus\"}");
+    assert_eq!(warnings.load(Ordering::Relaxed), 1);
+    assert!(calls.load(Ordering::Relaxed) >= 2);
+}
