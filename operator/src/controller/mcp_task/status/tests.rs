@@ -220,10 +220,11 @@ fn the_checkpoint_is_recorded_and_read_back() {
     let mut c = ctx("2026-08-01T12:00:01Z");
     c.checkpoint = Some(checkpoint("pod-1", 1234, 2));
     let s = next_status(None, &working("Running"), &c).unwrap();
-    assert_eq!(s.conditions.len(), 1);
-    assert_eq!(s.conditions[0].type_, CHECKPOINT_CONDITION);
+    // Beside the task's Succeeded condition.
+    let types: Vec<&str> = s.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["Succeeded", CHECKPOINT_CONDITION]);
     assert_eq!(
-        s.conditions[0].message,
+        s.conditions[1].message,
         "pod pod-1: 1234 log bytes read, 2 output warnings reported"
     );
     assert_eq!(checkpoint_of(&s), Some(checkpoint("pod-1", 1234, 2)));
@@ -254,7 +255,7 @@ fn more_bytes_alone_cause_no_write_but_a_warning_or_a_new_pod_does() {
     c.checkpoint = Some(checkpoint("pod-2", 0, 0));
     let moved = next_status(Some(&warned), &working("Running"), &c).unwrap();
     assert_eq!(checkpoint_of(&moved), Some(checkpoint("pod-2", 0, 0)));
-    assert_eq!(moved.conditions.len(), 1);
+    assert_eq!(moved.conditions.len(), 2, "Succeeded and one checkpoint");
 }
 
 #[test]
