@@ -19,7 +19,7 @@ use mcp_task_operator_tests::kwok::{
 };
 use mcp_task_operator_tests::operator::{
     Operator, WAIT, create_task, create_tool, events_for, failure_reason, result_text,
-    status_message, tool, wait_task, wait_terminal,
+    status_message, tool, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -317,6 +317,30 @@ async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
     .await;
 }
 
+/// Polls the task (a get every 200 ms: no watch to expire over minutes) until `check` holds.
+async fn poll_task(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    limit: Duration,
+    check: impl Fn(&McpTask) -> bool,
+) -> McpTask {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
+    let begun = Instant::now();
+    loop {
+        let task = tasks.get(name).await.expect("get task");
+        if check(&task) {
+            return task;
+        }
+        assert!(
+            begun.elapsed() < limit,
+            "not there in {limit:?}: {:?}",
+            task.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_task_whose_node_is_lost_fails_as_node_lost() {
@@ -344,7 +368,7 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
         let task = create_task(&client, &ns, "held", json!({})).await;
         let name = task.metadata.name.clone().expect("task name");
         // Running on the fake node: the script's first line is the task's status.
-        wait_task(&client, &ns, &name, WAIT, |t| {
+        poll_task(&client, &ns, &name, WAIT, |t| {
             status_message(t) == "kwok: holding"
         })
         .await;
@@ -352,14 +376,8 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
         let lost_at = Instant::now();
         node.lose().await;
         // The node is tainted unreachable ~52 s after the loss, the pod evicted 1 s later.
-        let done = wait_task(
-            &client,
-            &ns,
-            &name,
-            Duration::from_secs(180),
-            McpTask::is_terminal,
-        )
-        .await;
+        let limit = Duration::from_secs(180);
+        let done = poll_task(&client, &ns, &name, limit, McpTask::is_terminal).await;
         let took = lost_at.elapsed();
         eprintln!(
             "task failed {:.1} s after its node was lost",

@@ -70,26 +70,6 @@ async fn a_stale_copy_without_a_job_record_creates_no_job() {
 }
 
 #[tokio::test]
-async fn a_recorded_job_that_is_gone_is_never_created_again() {
-    let mut task = live_task();
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    // No record, no POST: the task fails as JobDeleted.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
-    assert_eq!(bodies[3]["status"]["error"]["data"]["reason"], "JobDeleted");
-}
-
-#[tokio::test]
 async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
     let mut task = live_task();
     // Created just now: well within the wait.
