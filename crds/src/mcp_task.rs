@@ -96,8 +96,9 @@ pub struct McpTaskSpec {
     pub owner: String,
 
     /// Lifetime of the task in milliseconds, measured from its creation (at least 1); the
-    /// task and its Job are deleted when it ends. Unset means unlimited (MCP `ttlMs: null`).
-    /// Immutable.
+    /// task and its Job are deleted when it ends. A task still running then is not: the
+    /// operator extends its lifetime (status.expiresAt) while it runs. Unset means unlimited
+    /// (MCP `ttlMs: null`). Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub ttl_ms: Option<i64>,
@@ -163,7 +164,8 @@ pub struct McpTaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_updated_at: Option<Time>,
 
-    /// When the task expires and is deleted: createdAt + spec.ttlMs. Unset for unlimited tasks.
+    /// When the task expires and is deleted: createdAt + spec.ttlMs, moved later while the task
+    /// still runs (so a running task is never deleted). Unset for unlimited tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Time>,
 
@@ -242,11 +244,39 @@ impl McpTask {
             .or_else(|| self.created_at())
     }
 
-    /// When the task expires: creation time + `spec.ttlMs`; `None` when unlimited (or when
-    /// the object has never been stored and so has no creation time).
-    pub fn expires_at(&self) -> Option<Timestamp> {
+    /// When the task's requested TTL ends: creation time + `spec.ttlMs` (`None` when
+    /// unlimited or not stored yet). [`Self::expires_at`] is this or later.
+    pub fn requested_expiry(&self) -> Option<Timestamp> {
         let ttl = SignedDuration::from_millis(self.spec.ttl_ms?);
         self.created_at()?.checked_add(ttl).ok()
+    }
+
+    /// When the task expires: creation time + `spec.ttlMs`, or `status.expiresAt` when the
+    /// operator has moved it later (it extends the TTL of a task still running when it would
+    /// expire); `None` when unlimited (or when the object has never been stored and so has no
+    /// creation time). Never earlier than creation + `spec.ttlMs`.
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        let requested = self.requested_expiry()?;
+        let extended = self
+            .status
+            .as_ref()
+            .and_then(|s| s.expires_at.as_ref())
+            .map(|t| t.0);
+        Some(extended.map_or(requested, |e| e.max(requested)))
+    }
+
+    /// The task's current TTL in milliseconds, as MCP reports it (`ttlMs`): from its creation to
+    /// [`Self::expires_at`], so at least `spec.ttlMs` and longer once the operator has extended
+    /// it; `None` when unlimited.
+    pub fn ttl_ms(&self) -> Option<i64> {
+        let requested = self.spec.ttl_ms?;
+        let lifetime = self
+            .expires_at()
+            .zip(self.created_at())
+            .map(|(end, start)| end.duration_since(start).as_millis());
+        Some(lifetime.map_or(requested, |ms| {
+            i64::try_from(ms).unwrap_or(i64::MAX).max(requested)
+        }))
     }
 
     /// Whether the task's TTL has elapsed at `now`. Expired tasks are answered as not found

@@ -78,7 +78,8 @@ pub struct Task {
     pub created_at: String,
     /// RFC 3339 time of the last change.
     pub last_updated_at: String,
-    /// Lifetime from `createdAt` in milliseconds; always serialized, `null` = unlimited.
+    /// Lifetime from `createdAt` in milliseconds (grows while a task runs past it); always
+    /// serialized, `null` = unlimited.
     pub ttl_ms: Option<i64>,
     /// Suggested polling interval in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,7 +145,7 @@ pub fn build_task(mcp_task: &McpTask) -> Result<Task, WireError> {
             .and_then(|s| s.status_message.clone()),
         created_at: format_time(created),
         last_updated_at: format_time(last_updated.max(created)),
-        ttl_ms: mcp_task.spec.ttl_ms,
+        ttl_ms: mcp_task.ttl_ms(),
         poll_interval_ms: mcp_task.spec.poll_interval_ms,
     })
 }

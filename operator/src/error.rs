@@ -85,6 +85,8 @@ pub enum KubeOp {
     List,
     /// Server-side apply an object.
     Apply,
+    /// Create an object.
+    Create,
     /// Patch an object (or its status).
     Patch,
     /// Delete an object.
@@ -101,6 +103,7 @@ impl KubeOp {
             Self::Get => "kube_get",
             Self::List => "kube_list",
             Self::Apply => "kube_apply",
+            Self::Create => "kube_create",
             Self::Patch => "kube_patch",
             Self::Delete => "kube_delete",
             Self::ReadLogs => "kube_logs",
@@ -115,6 +118,7 @@ impl std::fmt::Display for KubeOp {
             Self::Get => "get",
             Self::List => "list",
             Self::Apply => "apply",
+            Self::Create => "create",
             Self::Patch => "patch",
             Self::Delete => "delete",
             Self::ReadLogs => "read the logs of",

@@ -1,7 +1,8 @@
 //! Fake nodes (KWOK) on the local cluster: a Job on a fake node completes with no container
 //! run; a pod that does not tolerate their taint never lands there; a fake pod's log (a script,
 //! `hack/kwok/logs/`) streams through the API server and ends when the fake container exits; a
-//! pod on a lost fake node is evicted; and the operator's whole path runs on fake nodes. Every
+//! pod on a lost fake node is evicted; the operator's whole path runs on fake nodes; and a task
+//! whose node is lost fails as `NodeLost`. Every
 //! test starts kwok itself (`hack/kwok.sh start`, idempotent).
 
 use std::time::{Duration, Instant};
@@ -11,13 +12,14 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Client};
-use mcp_task_operator_crds::TaskStatus;
+use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::kwok::{
     DEFAULT_LOG, DEFAULT_RESULT_TEXT, FakeNode, HOLD_CONTAINER, HOLD_LOG_FIRST, NO_SUCH_IMAGE,
     RUN_FOR_ANNOTATION, SHARED_TYPE, ensure_fake_nodes, fake_pod_template, place_on_fake_node,
 };
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, create_task, create_tool, result_text, tool, wait_terminal,
+    Operator, WAIT, create_task, create_tool, events_for, failure_reason, result_text,
+    status_message, tool, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -311,6 +313,105 @@ async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
         // Only kwok's script prints this (NO_SUCH_IMAGE runs nowhere): the operator followed
         // a fake pod's log through the API server to the result line.
         assert_eq!(result_text(&done), DEFAULT_RESULT_TEXT);
+    })
+    .await;
+}
+
+/// Polls the task (a get every 200 ms: no watch to expire over minutes) until `check` holds.
+async fn poll_task(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    limit: Duration,
+    check: impl Fn(&McpTask) -> bool,
+) -> McpTask {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
+    let begun = Instant::now();
+    loop {
+        let task = tasks.get(name).await.expect("get task");
+        if check(&task) {
+            return task;
+        }
+        assert!(
+            begun.elapsed() < limit,
+            "not there in {limit:?}: {:?}",
+            task.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
+async fn a_task_whose_node_is_lost_fails_as_node_lost() {
+    with_temp_ns("kwok-node-lost", |client, ns| async move {
+        ensure_crds(&client).await;
+        let _operator = Operator::start_leader(&ns).await;
+        let node = FakeNode::add(&format!("kwok-{ns}")).await;
+        let mut pod_spec = json!({
+            // Evicted 1 s after the node is found unreachable (the default is 300 s).
+            "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 1}],
+        });
+        place_on_fake_node(&mut pod_spec, &node.name);
+        let spec = json!({"template": {
+            "metadata": {"annotations": {RUN_FOR_ANNOTATION: "1h"}},
+            "spec": pod_spec,
+        }});
+        let container = json!({"name": HOLD_CONTAINER});
+        create_tool(
+            &client,
+            &ns,
+            &tool("held", NO_SUCH_IMAGE, &[], spec, container),
+        )
+        .await;
+        let task = create_task(&client, &ns, "held", json!({})).await;
+        let name = task.metadata.name.clone().expect("task name");
+        // Running on the fake node: the script's first line is the task's status.
+        poll_task(&client, &ns, &name, WAIT, |t| {
+            status_message(t) == "kwok: holding"
+        })
+        .await;
+
+        let lost_at = Instant::now();
+        node.lose().await;
+        // The node is tainted unreachable ~52 s after the loss, the pod evicted 1 s later.
+        let limit = Duration::from_secs(180);
+        let done = poll_task(&client, &ns, &name, limit, McpTask::is_terminal).await;
+        let took = lost_at.elapsed();
+        eprintln!(
+            "task failed {:.1} s after its node was lost",
+            took.as_secs_f64()
+        );
+        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        assert_eq!(failure_reason(&done), "NodeLost", "{:?}", done.status);
+        assert!(
+            status_message(&done).contains("node was lost"),
+            "{:?}",
+            done.status
+        );
+        let events = events_for(&client, &ns, "McpTask", &name).await;
+        assert!(
+            events
+                .iter()
+                .any(|e| e.reason == "Failed" && e.message.contains("node was lost")),
+            "{events:#?}"
+        );
+        // The Job is stopped: nothing runs the call again elsewhere.
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+        let begun = Instant::now();
+        while jobs
+            .get_opt(&name)
+            .await
+            .expect("get job")
+            .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
+        {
+            assert!(
+                begun.elapsed() < WAIT,
+                "the Job of the lost task was not deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     })
     .await;
 }

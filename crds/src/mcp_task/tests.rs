@@ -53,6 +53,27 @@ fn expiry_is_creation_plus_ttl_and_never_without_ttl() {
 }
 
 #[test]
+fn an_extended_expiry_moves_the_ttl_later_and_never_earlier() {
+    let mut task = task(NEW);
+    let extended = |at: Timestamp| McpTaskStatus {
+        expires_at: Some(Time(at)),
+        ..McpTaskStatus::default()
+    };
+    task.status = Some(extended(at("2026-08-01T12:05:00Z")));
+    assert_eq!(task.expires_at(), Some(at("2026-08-01T12:05:00Z")));
+    assert_eq!(task.ttl_ms(), Some(300_000));
+    assert!(!task.is_expired(at("2026-08-01T12:04:59Z")));
+    assert!(task.is_expired(at("2026-08-01T12:05:00Z")));
+    // An older expiresAt never shortens the requested TTL.
+    task.status = Some(extended(at("2026-08-01T12:00:30Z")));
+    assert_eq!(task.expires_at(), Some(at("2026-08-01T12:01:00Z")));
+    assert_eq!(task.ttl_ms(), Some(60_000));
+    task.spec.ttl_ms = None;
+    assert_eq!(task.expires_at(), None);
+    assert_eq!(task.ttl_ms(), None);
+}
+
+#[test]
 fn cancel_is_requested_by_the_annotation() {
     let mut task = task(NEW);
     assert!(!task.is_cancel_requested());

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
@@ -69,7 +69,7 @@ pub async fn get_job(client: &Client, namespace: &str, name: &str) -> Result<Opt
 /// What came of creating a Job.
 #[derive(Debug)]
 pub enum Created {
-    /// The Job exists (created now, or by a racing apply).
+    /// The Job exists: created now, or found there (whose it is, the caller checks).
     Job(Box<Job>),
     /// The API server refused the Job (quota, admission webhook, invalid template): its
     /// message, bounded to [`MAX_REFUSAL_CHARS`].
@@ -79,31 +79,33 @@ pub enum Created {
 /// Most characters of an API server refusal kept for a task's error.
 pub const MAX_REFUSAL_CHARS: usize = 1024;
 
-/// Creates `desired` by server-side apply. Called only when the Job does not exist; the Job's
-/// name is the task ID, so a racing second apply hits the same object and never makes a
-/// second Job. If the Job appeared meanwhile with another template (immutable, so 422), it
-/// is kept. A refusal (400, 403, or a 422 with no Job there) is [`Created::Refused`]: retrying
-/// would be refused again.
+/// Creates `desired` (a POST: an existing Job of the name, whoever's, is never changed).
+/// Called only when the Job did not exist and the task has recorded it ([`record_job`]). A Job
+/// of the name that exists already (a racing run, or an earlier task of the same name) is
+/// returned for the caller to check whose it is. A refusal (400, 403, 422) is
+/// [`Created::Refused`]: retrying would be refused again.
 pub async fn create_job(client: &Client, namespace: &str, desired: &Job) -> Result<Created> {
     let name = desired.name_any();
     let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    match jobs.patch(&name, &params, &Patch::Apply(desired)).await {
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match jobs.create(&params, desired).await {
         Ok(job) => Ok(Created::Job(Box::new(job))),
-        Err(kube::Error::Api(status)) if status.code == 422 || status.is_conflict() => {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
             match get_job(client, namespace, &name).await? {
                 Some(job) => Ok(Created::Job(Box::new(job))),
-                None if status.code == 422 => Ok(Created::Refused(bounded(&status.message))),
                 None => Err(Error::MissingField {
                     kind: "Job",
-                    field: "metadata (the Job vanished while being applied)",
+                    field: "metadata (the Job of the name vanished while being created)",
                 }),
             }
         }
-        Err(kube::Error::Api(status)) if status.code == 400 || status.code == 403 => {
+        Err(kube::Error::Api(status)) if [400, 403, 422].contains(&status.code) => {
             Ok(Created::Refused(bounded(&status.message)))
         }
-        Err(e) => Err(Error::kube(KubeOp::Apply, "Job", name, e)),
+        Err(e) => Err(Error::kube(KubeOp::Create, "Job", name, e)),
     }
 }
 
@@ -268,6 +270,60 @@ pub async fn delete_task(client: &Client, namespace: &str, name: &str) -> Result
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         Err(e) => Err(Error::kube(KubeOp::Delete, "McpTask", name, e)),
+    }
+}
+
+/// What came of a status patch made only if the task is as it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patched {
+    /// The status now carries the patch.
+    Done,
+    /// The task changed since it was read (a stale cache), or is gone: nothing was written.
+    Stale,
+}
+
+/// Moves the expiry of a task that still runs to `to` (`status.expiresAt`). Made only if the
+/// task is as read, so a task that has ended since is never extended from a stale copy.
+pub async fn extend_expiry(client: &Client, task: &McpTask, to: Timestamp) -> Result<Patched> {
+    patch_status_if_current(client, task, json!({"expiresAt": to.to_string()})).await
+}
+
+/// Records the task's Job (`status.jobName`) before the Job is created. Made only if the task
+/// is as read: a copy older than another run's record (a stale cache) claims nothing, so at
+/// most one run creates the Job, and a task whose Job was deleted never gets another.
+pub async fn record_job(client: &Client, task: &McpTask) -> Result<Patched> {
+    patch_status_if_current(client, task, json!({"jobName": task.name_any()})).await
+}
+
+/// Merges `fields` into the task's status if its `resourceVersion` is still the one read
+/// (the API server refuses the patch with 409 otherwise).
+async fn patch_status_if_current(
+    client: &Client,
+    task: &McpTask,
+    mut fields: serde_json::Value,
+) -> Result<Patched> {
+    let name = task.name_any();
+    let tasks: Api<McpTask> =
+        Api::namespaced(client.clone(), &task.namespace().unwrap_or_default());
+    if task.status.is_none() {
+        // The schema needs a status value; a task without status is working.
+        fields["status"] = json!("working");
+    }
+    let patch = json!({
+        "metadata": {"resourceVersion": task.resource_version()},
+        "status": fields,
+    });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    match tasks
+        .patch_status(&name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(Patched::Done),
+        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(Patched::Stale),
+        Err(e) => Err(Error::kube(KubeOp::Patch, "McpTask status", name, e)),
     }
 }
 

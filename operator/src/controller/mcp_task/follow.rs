@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 
 use self::read::Reader;
 
-use super::observe::Workload;
+use super::observe::{FailureReason, Workload};
 use crate::contract::{Progress, ProgressWarning};
 
 /// How soon the reconciler looks again while the follower is still reading what it needs.
@@ -169,6 +169,12 @@ pub fn logs_needed(workload: &Workload, view: &FollowView, told: bool) -> LogsNe
             Verdict::Complete => false,
             Verdict::Unavailable(why) => return LogsNeeded::Unavailable(why.clone()),
         },
+        // NB: a lost node's log stream may never end (no kubelet ends it): its task does not
+        // wait for it.
+        Workload::Failed {
+            reason: FailureReason::NodeLost,
+            ..
+        } => false,
         Workload::Failed { .. } => !view.ended_once && view.verdict == Verdict::Reading,
         Workload::NoJob | Workload::Starting { .. } => false,
     };

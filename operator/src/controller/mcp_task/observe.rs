@@ -56,6 +56,9 @@ pub enum FailureReason {
     StatusTooLarge,
     /// The API server refused to store the task's status (too large, or invalid).
     StatusRefused,
+    /// The pod's node was lost (unreachable or not ready, so the pod was evicted by its
+    /// NoExecute taint) or removed, before the tool container finished.
+    NodeLost,
 }
 
 impl FailureReason {
@@ -83,6 +86,7 @@ impl FailureReason {
             Self::OutputUnavailable => "OutputUnavailable",
             Self::StatusTooLarge => "StatusTooLarge",
             Self::StatusRefused => "StatusRefused",
+            Self::NodeLost => "NodeLost",
         }
     }
 
@@ -122,6 +126,10 @@ impl FailureReason {
             }
             Self::StatusTooLarge => "The task's outcome is too large to store",
             Self::StatusRefused => "The API server refused to store the task's outcome",
+            Self::NodeLost => {
+                "The task's node was lost (unreachable, not ready or removed) before the tool \
+                 finished"
+            }
         }
     }
 
@@ -135,6 +143,7 @@ impl FailureReason {
                 | Self::ContainerConfigError
                 | Self::Unschedulable
                 | Self::InputTooLarge
+                | Self::NodeLost
         )
     }
 }
@@ -187,6 +196,11 @@ pub struct StartLimits {
     pub pod_refused_grace: SignedDuration,
 }
 const START_FAILURE_REASONS: [&str; 2] = ["StartError", "ContainerCannotRun"];
+/// `DisruptionTarget` reasons that mean the pod's node is lost: the taint manager evicts the
+/// pods of a node tainted unreachable or not-ready (NoExecute) once their toleration runs
+/// out, and the pod garbage collector deletes the pods of a node that is gone (or out of
+/// service).
+const NODE_LOST_DISRUPTIONS: [&str; 2] = ["DeletionByTaintManager", "DeletionByPodGC"];
 
 /// Observes a task's workload from its Job (if any) and the pod the Job created (if any).
 pub fn observe_workload(job: Option<&Job>, pod: Option<&Pod>) -> Workload {
@@ -255,6 +269,19 @@ pub fn foreign_job(job: &Job, task_uid: &str) -> Option<String> {
     Some(format!("Job {name} exists, controlled by {owner}"))
 }
 
+/// Whether `job` belongs to an earlier task of the same name: its controller is an McpTask
+/// named `task_name` with another UID than `task_uid`. That task is gone (names are unique), so
+/// garbage collection deletes the Job soon: a task re-created under the name waits for it
+/// (never adopts it, nor fails at once).
+pub fn earlier_task_job(job: &Job, task_name: &str, task_uid: &str) -> bool {
+    job.metadata.owner_references.iter().flatten().any(|r| {
+        r.controller == Some(true)
+            && r.kind == "McpTask"
+            && r.name == task_name
+            && r.uid != task_uid
+    })
+}
+
 /// Name of the tool container in a pod: the only container, or the one named `tool`.
 pub fn tool_container_name(pod: &Pod) -> &str {
     match pod.spec.as_ref().map(|s| s.containers.as_slice()) {
@@ -300,10 +327,16 @@ fn observe_pod(pod: &Pod) -> Workload {
         .iter()
         .flatten()
         .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-        .map(|c| describe(c.reason.as_deref(), c.message.as_deref()));
+        .map(|c| {
+            let reason = match c.reason.as_deref() {
+                Some(r) if NODE_LOST_DISRUPTIONS.contains(&r) => FailureReason::NodeLost,
+                _ => FailureReason::Evicted,
+            };
+            (reason, describe(c.reason.as_deref(), c.message.as_deref()))
+        });
     let deleting = pod.metadata.deletion_timestamp.is_some();
     let gone = |never_ran: bool| match (&disruption, deleting) {
-        (Some(detail), _) => Some(failed(FailureReason::Evicted, Some(detail.clone()))),
+        (Some((reason, detail)), _) => Some(failed(*reason, Some(detail.clone()))),
         (None, true) => Some(failed(FailureReason::PodDeleted, None)),
         // A pod that failed without ever running the tool was stopped from outside.
         (None, false) if never_ran && status.phase.as_deref() == Some("Failed") => {
@@ -335,7 +368,9 @@ fn observe_pod(pod: &Pod) -> Workload {
         });
     }
     if state.is_some_and(|s| s.running.is_some()) {
-        return Workload::Running;
+        // A pod evicted or deleted while its container runs is gone: its node may be lost,
+        // and then no kubelet will ever report the container stopped.
+        return gone(false).unwrap_or(Workload::Running);
     }
     let waiting = state.and_then(|s| s.waiting.as_ref());
     if let Some(w) = waiting

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -20,15 +21,16 @@ use super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, lock, logs
 use super::nonce;
 use super::notify::notifier;
 use super::observe::{
-    FailureReason, StartLimits, Workload, foreign_job, observe_workload, pods_refused, select_pod,
-    start_deadline, tool_container_finished, tool_container_name, tool_container_started,
+    FailureReason, StartLimits, Workload, earlier_task_job, foreign_job, observe_workload,
+    pods_refused, select_pod, start_deadline, tool_container_finished, tool_container_name,
+    tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
 use super::status::{
     StatusContext, check_budget, checkpoint_of, next_status, refused_write, transition_event,
     write_delay,
 };
-use super::ttl::{Expiry, expiry};
+use super::ttl::{Expiry, expiry, extension_window};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, Result};
@@ -36,6 +38,14 @@ use crate::policy::check_job;
 
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "mcptask";
+/// How soon to look again at a task whose expiry could not be moved because it changed since
+/// it was read (its watch event brings it back sooner, as a rule).
+const STALE_RETRY: Duration = Duration::from_millis(500);
+
+/// How long from its creation a task waits for the Job of an earlier task of the same name to
+/// be deleted (by garbage collection, within seconds as a rule) before it fails (JobConflict).
+const EARLIER_JOB_WAIT: SignedDuration = SignedDuration::from_secs(60);
+
 /// How often a task whose pod has not started is looked at again, for its start deadlines.
 const START_POLL: Duration = Duration::from_secs(2);
 
@@ -65,7 +75,8 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     let name = task.name_any();
     let now = Timestamp::now();
 
-    let until_expiry = match expiry(task, now) {
+    let moved;
+    let (task, until_expiry) = match expiry(task, now) {
         Expiry::Now => {
             ctx.followers.stop(&uid);
             ctx.record_write(&uid, true);
@@ -79,8 +90,26 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             apply::delete_task(&ctx.client, &namespace, &name).await?;
             return Ok(Action::await_change());
         }
-        Expiry::After(left) => Some(left),
-        Expiry::Never => None,
+        // A task that still runs is never deleted: its expiry moves ahead instead.
+        Expiry::Extend(to) => match apply::extend_expiry(&ctx.client, task, to).await? {
+            apply::Patched::Stale => return Ok(Action::requeue(STALE_RETRY)),
+            apply::Patched::Done => {
+                if task.expires_at() == task.requested_expiry() {
+                    let note = "The task's TTL is ending while it still runs: its expiry \
+                                moves ahead while it runs"
+                        .to_owned();
+                    ctx.publish(task, "TTLExtended", note, false).await;
+                }
+                // The rest of this run must not write the old expiry back.
+                let mut extended = task.clone();
+                let status = extended.status.get_or_insert_with(Default::default);
+                status.expires_at = Some(Time(to));
+                moved = extended;
+                (&moved, Some(extension_window(task) / 2))
+            }
+        },
+        Expiry::After(left) => (task, Some(left)),
+        Expiry::Never => (task, None),
     };
     if task.is_terminal() {
         ctx.followers.stop(&uid);
@@ -95,8 +124,28 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     let job_recorded = task.status.as_ref().is_some_and(|s| s.job_name.is_some());
     let mut job = apply::get_job(client, &namespace, &name).await?;
 
+    // The Job of an earlier task of this name is going away with it: wait, up to a bound.
+    if let Some(old) = job.as_ref().filter(|j| earlier_task_job(j, &name, &uid))
+        && !job_recorded
+    {
+        let age = task.created_at().map(|t| now.duration_since(t));
+        if age.is_none_or(|a| a < EARLIER_JOB_WAIT) && cancel_at.is_none() {
+            let outcome = Outcome::Working {
+                message: format!(
+                    "Waiting for Job {} of an earlier task of this name to be deleted",
+                    old.name_any()
+                ),
+            };
+            let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
+            waits.push(START_POLL);
+            return finish(task, ctx, &uid, &Decision::just(outcome), None, waits).await;
+        }
+    }
+
     // Create the Job only for a task that never had one and is not being cancelled: a
     // recorded-but-missing Job was deleted, and a second Job must never run the same call.
+    // The record is written first, and only if the task is as read (not a stale copy), so
+    // no two runs, and no run after the Job's deletion, ever create a second Job.
     if job.is_none() && !job_recorded && cancel_at.is_none() {
         let built = match &tool {
             None => Err(Outcome::failure(
@@ -124,6 +173,9 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             Ok(mut desired) => {
                 if tool.as_ref().is_some_and(|t| t.spec.message_nonce) {
                     nonce::add_to_job(&mut desired, &nonce::generate());
+                }
+                if apply::record_job(client, task).await? == apply::Patched::Stale {
+                    return Ok(Action::requeue(STALE_RETRY));
                 }
                 match apply::create_job(client, &namespace, &desired).await? {
                     apply::Created::Job(created) => {

@@ -296,12 +296,82 @@ fn disrupted_or_deleted_pods_are_not_tool_exits() {
         FailureReason::PodDeleted
     );
 
+    // Deleted while the container runs: gone already, whether or not a kubelet ever says
+    // the container stopped (the outcome still waits for the log to end, unless the node is
+    // lost).
     let mut terminating = with_state("{running: {}}");
     terminating.metadata.deletion_timestamp = deleted.metadata.deletion_timestamp.clone();
     assert_eq!(
-        observe_workload(Some(&job("{}")), Some(&terminating)),
-        Workload::Running
+        reason_of(observe_workload(Some(&job("{}")), Some(&terminating))),
+        FailureReason::PodDeleted
     );
+}
+
+/// A pod whose container the last kubelet report shows running, deleted (the deletion never
+/// completes while no kubelet confirms it) with a DisruptionTarget of `reason`.
+fn disrupted_while_running(reason: &str) -> Pod {
+    let mut p = pod(&format!(
+        "status: {{phase: Running, conditions: [{{type: DisruptionTarget, status: 'True', \
+         reason: {reason}, message: 'Taint manager: deleting due to NoExecute taint'}}], \
+         containerStatuses: [{{name: main, image: i, imageID: '', ready: true, \
+         restartCount: 0, state: {{running: {{}}}}}}]}}"
+    ));
+    p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-08-01T12:00:00Z".parse().unwrap(),
+    ));
+    p
+}
+
+#[test]
+fn a_pod_evicted_from_a_lost_node_fails_as_node_lost_though_its_container_shows_running() {
+    // NB: before, the "running" check came first and such a task stayed working for ever.
+    let active = job("{active: 1}");
+    for reason in ["DeletionByTaintManager", "DeletionByPodGC"] {
+        let workload = observe_workload(Some(&active), Some(&disrupted_while_running(reason)));
+        let Workload::Failed { reason: r, detail } = workload else {
+            panic!("{reason}: expected a failure, got {workload:?}");
+        };
+        assert_eq!(r, FailureReason::NodeLost, "{reason}");
+        assert!(detail.unwrap().starts_with(reason));
+    }
+    let evicted = disrupted_while_running("EvictionByEvictionAPI");
+    assert_eq!(
+        reason_of(observe_workload(Some(&active), Some(&evicted))),
+        FailureReason::Evicted
+    );
+    assert!(FailureReason::NodeLost.stops_job());
+}
+
+#[test]
+fn the_job_of_an_earlier_task_of_the_name_is_told_apart() {
+    let job_owned_by = |kind: &str, name: &str, uid: &str| -> Job {
+        serde_yaml::from_str(&format!(
+            "metadata: {{name: t, ownerReferences: [{{apiVersion: mcptasks.io/v1alpha1, \
+             kind: {kind}, name: {name}, uid: {uid}, controller: true}}]}}"
+        ))
+        .unwrap()
+    };
+    assert!(earlier_task_job(
+        &job_owned_by("McpTask", "t", "old"),
+        "t",
+        "new"
+    ));
+    assert!(!earlier_task_job(
+        &job_owned_by("McpTask", "t", "new"),
+        "t",
+        "new"
+    ));
+    assert!(!earlier_task_job(
+        &job_owned_by("McpTask", "u", "old"),
+        "t",
+        "new"
+    ));
+    assert!(!earlier_task_job(
+        &job_owned_by("CronJob", "t", "old"),
+        "t",
+        "new"
+    ));
+    assert!(!earlier_task_job(&job("{}"), "t", "new"));
 }
 
 #[test]

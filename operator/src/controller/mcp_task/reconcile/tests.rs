@@ -22,11 +22,24 @@ const TASK: &str =
 fn live_task() -> McpTask {
     let mut t = task();
     t.spec.ttl_ms = None;
+    t.metadata.resource_version = Some("7".into());
     t
 }
 
 fn tool_list(items: Vec<McpTool>) -> Value {
     json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList", "metadata": {}, "items": items})
+}
+
+/// Where a task's Job is created (POST).
+const JOBS: &str = "/apis/batch/v1/namespaces/tools/jobs";
+
+/// The record of the Job in the task's status (a merge patch) before the Job is created.
+fn claim_call(task: &McpTask) -> Call {
+    Call::ok(
+        Method::PATCH,
+        &format!("{TASK}/status"),
+        serde_json::to_value(task).unwrap(),
+    )
 }
 
 /// The fresh read (GET) of the task before a terminal status is written.
@@ -57,13 +70,18 @@ async fn new_task_gets_one_job_and_a_working_status() {
     let calls = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::not_found(JOB),
-        Call::echo(Method::PATCH, JOB),
+        claim_call(&task),
+        Call::echo(Method::POST, JOBS),
         Call::event("tools"),
         Call::ok(Method::GET, PODS, pods),
         status_call(&task),
         Call::event("tools"),
     ];
     let (action, bodies) = run(task, calls).await;
+    // The Job is recorded before it is created, if the task is as read.
+    assert_eq!(bodies[2]["status"]["jobName"], ID);
+    assert_eq!(bodies[2]["metadata"]["resourceVersion"], "7");
+    let bodies = &bodies[1..];
     let job = &bodies[2];
     assert_eq!(job["metadata"]["name"], ID);
     assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], "task-uid");
@@ -96,11 +114,16 @@ async fn terminal_task_without_ttl_makes_no_calls() {
 #[tokio::test]
 async fn expired_task_is_deleted() {
     // The fixture was created on 2026-08-01 with a one-hour TTL.
+    let mut ended = task();
+    ended.status = Some(McpTaskStatus {
+        status: TaskStatus::Completed,
+        ..Default::default()
+    });
     let calls = vec![
         Call::event("tools"),
         Call::ok(Method::DELETE, TASK, serde_json::to_value(task()).unwrap()),
     ];
-    let (action, _) = run(task(), calls).await;
+    let (action, _) = run(ended, calls).await;
     assert_eq!(action, Action::await_change());
 }
 
@@ -483,3 +506,4 @@ fn no_events() -> Value {
 }
 
 mod edges;
+mod jobs;

@@ -35,13 +35,14 @@ async fn a_job_the_api_server_refuses_fails_the_task_at_once() {
     let calls = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::not_found(JOB),
-        Call::refused(Method::PATCH, JOB, 403, quota),
+        claim_call(&task),
+        Call::refused(Method::POST, JOBS, 403, quota),
         fresh_read(&task),
         status_call(&task),
         Call::event("tools"),
     ];
     let (_, bodies) = run(task, calls).await;
-    let status = &bodies[4]["status"];
+    let status = &bodies[5]["status"];
     assert_eq!(status["status"], "failed");
     assert_eq!(status["error"]["data"]["reason"], "JobRefused");
     assert_eq!(status["error"]["data"]["detail"], quota);
