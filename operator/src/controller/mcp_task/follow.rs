@@ -12,7 +12,8 @@
 //! - **A result only from a complete read.** A stopped container's log is final, so it is read
 //!   again (without following) until two clean reads return the same bytes (length and hash):
 //!   no clock is compared with the node's. A log that cannot be read so within [`MAX_READS`]
-//!   reads is [`Verdict::Unavailable`], and the task fails rather than complete from a part.
+//!   clean reads (or [`MAX_FAILED_READS`] failed ones) is [`Verdict::Unavailable`], and the
+//!   task fails rather than complete from a part.
 //! - **Resume from a checkpoint.** The status records ([`Checkpoint`]) how many log bytes its
 //!   state was decided from and how many output warnings were reported. A follower started
 //!   after a failover reads the log again from byte 0 (the state must be rebuilt whole: the
@@ -38,10 +39,13 @@ pub const LOGS_PENDING: Duration = Duration::from_millis(500);
 /// How long a follower waits, after a stream ended while the pod still said the container
 /// runs (or after a failed read), before it looks at the pod and reads again.
 pub const STREAM_SETTLE: Duration = Duration::from_secs(2);
-/// Reads of a stopped container's log (the stream that saw it stop included) before its output
-/// counts as unavailable: with [`STREAM_SETTLE`] between failed ones, about half a minute for a
-/// kubelet to come back.
+/// Clean reads of a stopped container's log (the stream that saw it stop included) that may
+/// disagree before its output counts as unavailable.
 pub const MAX_READS: u32 = 15;
+/// Failed reads (of the log, or of the pod) before the output counts as unavailable: with
+/// [`STREAM_SETTLE`] between them, about two minutes for a kubelet to come back (the fault
+/// suite stops it for 30 s; a restart takes seconds).
+pub const MAX_FAILED_READS: u32 = 60;
 /// How long a resumed follower may read before it counts as caught up although it has not
 /// reached its checkpoint: the kubelet rotated the log (it keeps only the newest file), so the
 /// log is now shorter than what was read before.
@@ -156,7 +160,8 @@ pub enum LogsNeeded {
 /// - A running tool: once the follower has caught up with the status's checkpoint (a
 ///   restarted operator must not show an `input_required` task as `working` for a moment).
 /// - A tool that exited: only from output read whole ([`Verdict::Complete`]); after
-///   [`MAX_READS`] failed or disagreeing reads, never ([`LogsNeeded::Unavailable`]).
+///   [`MAX_READS`] disagreeing or [`MAX_FAILED_READS`] failed reads, never
+///   ([`LogsNeeded::Unavailable`]).
 /// - A failed pod: once the first read has ended (a result read before the failure counts).
 pub fn logs_needed(workload: &Workload, view: &FollowView, told: bool) -> LogsNeeded {
     if told {

@@ -9,7 +9,9 @@ use futures::AsyncReadExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 
-use super::{FollowState, LogSource, MAX_READS, News, Notify, STREAM_SETTLE, Verdict, lock};
+use super::{
+    FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, STREAM_SETTLE, Verdict, lock,
+};
 use crate::contract::{Progress, ProgressWarning};
 
 /// Bytes read from the log stream per chunk.
@@ -155,6 +157,7 @@ impl Reader {
         let mut reads = 0;
         let mut clean: Vec<Digest> = Vec::new();
         let mut last_error = None;
+        let mut failures = 0;
         let mut pod_errors = 0;
         loop {
             // A live container's log is followed; a stopped one's is read to its end.
@@ -166,7 +169,7 @@ impl Reader {
                 Err(e) => {
                     tracing::warn!(pod = %self.pod, error = %e, "reading the pod failed");
                     pod_errors += 1;
-                    if pod_errors >= MAX_READS {
+                    if pod_errors >= MAX_FAILED_READS {
                         return Verdict::Unavailable(format!(
                             "the tool's pod could not be read in {pod_errors} tries: {e}"
                         ));
@@ -186,6 +189,9 @@ impl Reader {
             }
             reads += 1;
             let failed = result.is_err();
+            if failed {
+                failures += 1;
+            }
             match result {
                 Ok(()) => {
                     let digest = read.digest();
@@ -208,7 +214,7 @@ impl Reader {
                     last_error = Some(e);
                 }
             }
-            if reads >= MAX_READS {
+            if failures >= MAX_FAILED_READS || reads - failures >= MAX_READS {
                 let why = match &last_error {
                     Some(e) => format!(
                         "the stopped tool container's log could not be read to its end in \

@@ -248,12 +248,13 @@ async fn a_log_that_cannot_be_read_is_unavailable_after_the_read_budget() {
     let Verdict::Unavailable(why) = &s.verdict else {
         panic!("{:?}", s.verdict)
     };
+    // About two minutes of failed reads: longer than the fault suite's 30 s kubelet stop.
     assert!(
-        why.contains("could not be read to its end in 15 reads"),
+        why.contains("could not be read to its end in 60 reads"),
         "{why}"
     );
     assert!(why.contains("kubelet unreachable"), "{why}");
-    assert_eq!(reads, MAX_READS as usize);
+    assert_eq!(reads, MAX_FAILED_READS as usize);
 }
 
 #[tokio::test(start_paused = true)]
