@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::mcp_tool::{
-    DEFAULT_CANCEL_GRACE_PERIOD_SECONDS, DEFAULT_SYNC_TIMEOUT_SECONDS, DEFAULT_TTL_MS, TaskSupport,
+    TaskSupport, default_cancel_grace_period_seconds, default_sync_timeout_seconds, default_ttl_ms,
 };
 
 /// Name of the container that runs the server when the pod template has more than one.
@@ -189,18 +189,6 @@ pub struct SkippedTool {
     pub name: String,
     /// Why it is not offered.
     pub reason: String,
-}
-
-fn default_ttl_ms() -> i64 {
-    DEFAULT_TTL_MS
-}
-
-fn default_cancel_grace_period_seconds() -> i64 {
-    DEFAULT_CANCEL_GRACE_PERIOD_SECONDS
-}
-
-fn default_sync_timeout_seconds() -> i64 {
-    DEFAULT_SYNC_TIMEOUT_SECONDS
 }
 
 fn default_discovery_timeout_seconds() -> i64 {

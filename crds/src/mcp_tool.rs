@@ -257,11 +257,11 @@ pub struct McpToolStatus {
     pub image: Option<String>,
 }
 
-fn default_sync_timeout_seconds() -> i64 {
+pub(crate) fn default_sync_timeout_seconds() -> i64 {
     DEFAULT_SYNC_TIMEOUT_SECONDS
 }
 
-fn default_ttl_ms() -> i64 {
+pub(crate) fn default_ttl_ms() -> i64 {
     DEFAULT_TTL_MS
 }
 
@@ -273,7 +273,7 @@ fn is_zero(value: &i64) -> bool {
     *value == 0
 }
 
-fn default_cancel_grace_period_seconds() -> i64 {
+pub(crate) fn default_cancel_grace_period_seconds() -> i64 {
     DEFAULT_CANCEL_GRACE_PERIOD_SECONDS
 }
 
