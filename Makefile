@@ -153,3 +153,7 @@ up: ## cluster, images, Helm chart, example tools, then a demo task driven to co
 .PHONY: bench
 bench: ## benchmarks, each figure beside a baseline (local cluster; results in $CARGO_TARGET_DIR/bench/results.md, docs/BENCHMARKS.md)
 	hack/bench.sh
+
+.PHONY: scale
+scale: ## thousands of tasks on KWOK fake nodes beside bare Jobs (MTO_BENCH_FLEET=1000,5000; results in $CARGO_TARGET_DIR/bench/scale.md, docs/BENCHMARKS.md)
+	hack/scale.sh

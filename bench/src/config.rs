@@ -23,6 +23,11 @@ pub struct Config {
     pub scale: Vec<usize>,
     /// Tasks started at once in the end-to-end section (`MTO_BENCH_E2E_TASKS`, default 20).
     pub e2e_tasks: usize,
+    /// Task counts of the fleet section on KWOK fake nodes (`MTO_BENCH_FLEET`, default
+    /// `1000,5000`; the section runs only when named in `MTO_BENCH_SECTIONS`, as `make scale`
+    /// does).
+    pub fleet: Vec<usize>,
+
     /// The Rust tool binary packaged as `localhost/rust-tool:v1` (`MTO_RUST_TOOL_BIN`).
     pub rust_tool_bin: Option<String>,
     /// Where the results table goes (`MTO_BENCH_OUT`, default
@@ -64,6 +69,8 @@ impl Config {
             runs: number("MTO_BENCH_RUNS", 16)?,
             scale: list("MTO_BENCH_SCALE", "1000,5000,10000")?,
             e2e_tasks: number("MTO_BENCH_E2E_TASKS", 20)?,
+            fleet: list("MTO_BENCH_FLEET", "1000,5000")?,
+
             rust_tool_bin: var("MTO_RUST_TOOL_BIN"),
             out: var("MTO_BENCH_OUT").unwrap_or_else(|| format!("{target}/bench/results.md")),
         })

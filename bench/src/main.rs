@@ -112,6 +112,24 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         finish(&mut section, outcome, started);
         report.sections.push(section);
     }
+    if config.runs_section("fleet") {
+        let mut section = sections::fleet::section();
+        let started = Instant::now();
+        for &count in &config.fleet {
+            let slot = &mut section;
+            let outcome = in_namespace(&format!("bench-fleet-{count}"), |c, ns| async move {
+                sections::fleet::run(config, c, &ns, count, slot).await
+            })
+            .await;
+            if let Err(failure) = outcome {
+                eprintln!("fleet level {count} failed: {failure}");
+                let first_line = failure.lines().next().unwrap_or_default().to_owned();
+                section.note(format!("{count} tasks: NOT MEASURED: {first_line}"));
+            }
+        }
+        finish(&mut section, Ok(()), started);
+        report.sections.push(section);
+    }
     report.preamble.push(format!(
         "Harness wall time: {:.0} s.",
         started.elapsed().as_secs_f64()
