@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -18,12 +19,13 @@ use tracing::instrument;
 use super::apply::{self, PodSync};
 use super::build::{BuildError, build_job};
 use super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, lock, logs_needed};
+use super::job_record;
 use super::nonce;
 use super::notify::notifier;
 use super::observe::{
-    FailureReason, StartLimits, Workload, earlier_task_job, foreign_job, observe_workload,
-    pods_refused, select_pod, start_deadline, tool_container_finished, tool_container_name,
-    tool_container_started,
+    FailureReason, StartLimits, Workload, controlled_by, earlier_task_job, foreign_job,
+    observe_workload, pods_refused, select_pod, start_deadline, tool_container_finished,
+    tool_container_name, tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
 use super::status::{
@@ -121,8 +123,30 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
     let cache = ctx.tools.get();
     let tool = apply::find_tool(client, cache, &namespace, &task.spec.tool).await?;
     let cancel_at = cancel_requested_at(task);
-    let job_recorded = task.status.as_ref().is_some_and(|s| s.job_name.is_some());
     let mut job = apply::get_job(client, &namespace, &name).await?;
+    // A Job recorded, never confirmed and missing may never have been created (a leader
+    // ended between the record and the POST). The cache may lag this operator's own
+    // confirmation, so the task is read again from the API server before deciding.
+    let fresher;
+    let mut create_unconfirmed = false;
+    let task = if job.is_none()
+        && cancel_at.is_none()
+        && job_record::missing(task.status.as_ref()) == job_record::Missing::Unconfirmed
+    {
+        match apply::get_task(client, &namespace, &name).await? {
+            Some(fresh) if !fresh.is_terminal() && fresh.uid().as_deref() == Some(&uid) => {
+                create_unconfirmed =
+                    job_record::missing(fresh.status.as_ref()) == job_record::Missing::Unconfirmed;
+                fresher = fresh;
+                &fresher
+            }
+            // Ended or gone since: its own watch event brings it here again.
+            _ => return Ok(Action::await_change()),
+        }
+    } else {
+        task
+    };
+    let job_recorded = job_record::recorded(task.status.as_ref());
 
     // The Job of an earlier task of this name is going away with it: wait, up to a bound.
     if let Some(old) = job.as_ref().filter(|j| earlier_task_job(j, &name, &uid))
@@ -142,11 +166,12 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
         }
     }
 
-    // Create the Job only for a task that never had one and is not being cancelled: a
-    // recorded-but-missing Job was deleted, and a second Job must never run the same call.
-    // The record is written first, and only if the task is as read (not a stale copy), so
-    // no two runs, and no run after the Job's deletion, ever create a second Job.
-    if job.is_none() && !job_recorded && cancel_at.is_none() {
+    // Create the Job only for a task that never had one, or whose recorded Job was never
+    // confirmed (see `job_record`), and that is not being cancelled: a confirmed Job that is
+    // missing was deleted, and a second Job must never run the same call. The record is
+    // written first, and only if the task is as read (not a stale copy), so no two runs, and
+    // no run after the Job's deletion, ever create a second Job.
+    if job.is_none() && (!job_recorded || create_unconfirmed) && cancel_at.is_none() {
         let built = match &tool {
             None => Err(Outcome::failure(
                 FailureReason::ToolNotFound,
@@ -174,7 +199,8 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
                 if tool.as_ref().is_some_and(|t| t.spec.message_nonce) {
                     nonce::add_to_job(&mut desired, &nonce::generate());
                 }
-                if apply::record_job(client, task).await? == apply::Patched::Stale {
+                if !job_recorded && apply::record_job(client, task).await? == apply::Patched::Stale
+                {
                     return Ok(Action::requeue(STALE_RETRY));
                 }
                 match apply::create_job(client, &namespace, &desired).await? {
@@ -236,9 +262,8 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             action: Some(outcome::Action::DeleteJob),
             recheck_after: None,
         };
-        let job_name = job.as_ref().map(|j| j.name_any());
         let waits = until_expiry.into_iter().collect();
-        return finish(task, ctx, &uid, &decision, job_name, waits).await;
+        return finish(task, ctx, &uid, &decision, job.as_ref(), waits).await;
     }
 
     // Follow the tool container's logs once it has started. The follower owns its timing
@@ -311,8 +336,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context) -> Result<Action> {
             now,
         })
     };
-    let job_name = job.as_ref().map(|j| j.name_any());
-    finish(task, ctx, &uid, &decision, job_name, waits).await
+    finish(task, ctx, &uid, &decision, job.as_ref(), waits).await
 }
 
 /// The start grace periods and deadline of `config`, for [`start_deadline`].
@@ -340,12 +364,17 @@ async fn finish(
     ctx: &Context,
     uid: &str,
     decision: &Decision,
-    job_name: Option<String>,
+    job: Option<&Job>,
     mut wait: Vec<Duration>,
 ) -> Result<Action> {
     let current = task.status.as_ref();
+    // Only a Job this task controls is confirmed as its own.
+    let own_job = job.filter(|j| controlled_by(&j.metadata, uid));
     let status_ctx = StatusContext {
-        job_name: job_name.or_else(|| current.and_then(|s| s.job_name.clone())),
+        job_name: own_job
+            .map(ResourceExt::name_any)
+            .or_else(|| current.and_then(|s| s.job_name.clone())),
+        job_uid: own_job.and_then(|j| j.uid()),
         created_at: task.created_at(),
         expires_at: task.expires_at(),
         generation: task.metadata.generation,
@@ -374,12 +403,18 @@ async fn finish(
         apply::delete_job(&ctx.client, &namespace, &name).await?;
     }
     if let Some(mut next) = next {
-        let delay = write_delay(
-            ctx.since_last_write(uid),
-            ctx.config.status_interval,
-            current.map(|s| s.status),
-            outcome.status(),
-        );
+        // The Job's confirmation goes out at once: until it is stored, a failover would
+        // take a deleted Job for one never created.
+        let delay = if job_record::newly_confirmed(current, &next) {
+            Duration::ZERO
+        } else {
+            write_delay(
+                ctx.since_last_write(uid),
+                ctx.config.status_interval,
+                current.map(|s| s.status),
+                outcome.status(),
+            )
+        };
         if delay.is_zero() {
             let started = std::time::Instant::now();
             if let Err(refused) = apply::apply_status(&ctx.client, task, &next).await {

@@ -149,8 +149,17 @@ async fn cancel_before_the_job_exists_cancels_without_creating_one() {
 #[tokio::test]
 async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
     let mut task = live_task();
+    let mut conditions = vec![];
+    // Its creation was confirmed: someone deleted it.
+    crate::controller::mcp_task::job_record::confirm(
+        &mut conditions,
+        ID,
+        "job-uid",
+        Timestamp::now(),
+    );
     task.status = Some(McpTaskStatus {
         job_name: Some(ID.into()),
+        conditions,
         ..Default::default()
     });
     let calls = vec![
