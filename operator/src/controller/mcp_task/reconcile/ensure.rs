@@ -80,6 +80,10 @@ pub fn plan(
 }
 
 /// What the ensure step leaves for the rest of the run.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made and taken apart once per reconcile, never stored"
+)]
 pub enum Ensured<'a> {
     /// The run ends here.
     Stop(Action),

@@ -16,6 +16,10 @@ use crate::context::Context;
 use crate::error::Result;
 
 /// What the expire step leaves for the rest of the run.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made and taken apart once per reconcile, never stored"
+)]
 pub enum Expired<'a> {
     /// The run ends here (the task was deleted, or must be read again).
     Stop(Action),
