@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use mcp_task_operator_crds::budget::{MAX_SPEC_INPUT_BYTES, spec_input_bytes};
 use mcp_task_operator_crds::wire::input_request_allowed;
 use mcp_task_operator_crds::{McpTask, McpTaskSpec, TaskStatus, TaskSupport, task_id};
 use rmcp::RoleServer;
@@ -104,6 +105,10 @@ pub async fn call_tool(
         capabilities,
         start_input_responses,
     );
+    check_spec_budget(
+        &task.spec,
+        "the call's inputs (arguments, inputResponses, capabilities)",
+    )?;
     if as_task {
         return run_as_task(state, &entry, task, reservation, context).await;
     }
@@ -190,6 +195,23 @@ pub fn check_call_within(
         as_task,
         arguments,
     })
+}
+
+/// Refuses (-32602, naming the size and the limit) a task spec whose client inputs
+/// (arguments, start-input answers, answers and capabilities, as stored) take more than
+/// [`MAX_SPEC_INPUT_BYTES`]: the whole task must stay within one object's size budget
+/// (`crds::budget`), so the spec is bounded where the data enters, before anything is stored.
+/// `what` names the inputs for the error.
+pub fn check_spec_budget(spec: &McpTaskSpec, what: &'static str) -> Result<()> {
+    let bytes = spec_input_bytes(spec);
+    if bytes > MAX_SPEC_INPUT_BYTES {
+        return Err(Error::TooLarge {
+            what,
+            bytes,
+            limit: MAX_SPEC_INPUT_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// The new task object: ID from the CSPRNG, settings from the tool.
@@ -415,5 +437,41 @@ async fn run_synchronously(
 async fn cancel_quietly(state: &AppState, id: &str) {
     if let Err(error) = state.tasks.request_cancel(id, Timestamp::now()).await {
         tracing::warn!(task_id = id, error = %crate::error::ErrorChain(&error), "failed to cancel abandoned task");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec_with(arguments: usize, answers: usize) -> McpTaskSpec {
+        let text = |n: usize| json!("x".repeat(n));
+        McpTaskSpec {
+            tool: "t".into(),
+            arguments: json!({"a": text(arguments)}).as_object().cloned(),
+            owner: "o".into(),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            client_capabilities: None,
+            start_input_responses: None,
+            input_responses: Some(BTreeMap::from([("k".to_owned(), text(answers))])),
+        }
+    }
+
+    #[test]
+    fn a_spec_over_the_input_budget_is_refused_naming_its_size_and_the_limit() {
+        // 128 KiB of arguments and 192 KiB of answers fit; 64 KiB more do not.
+        assert!(check_spec_budget(&spec_with(128 * 1024, 192 * 1024), "inputs").is_ok());
+        let big = spec_with(128 * 1024, 256 * 1024);
+        let bytes = spec_input_bytes(&big);
+        let err = check_spec_budget(&big, "inputs").expect_err("over the budget");
+        assert_eq!(
+            err.to_string(),
+            format!("inputs: {bytes} bytes exceed the {MAX_SPEC_INPUT_BYTES}-byte limit")
+        );
+        let code = rmcp::model::ErrorData::from(err).code;
+        assert_eq!(code, rmcp::model::ErrorCode::INVALID_PARAMS);
     }
 }

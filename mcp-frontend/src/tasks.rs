@@ -137,6 +137,10 @@ pub async fn update_task(
                 limit,
             });
         }
+        // And the whole of the task's client inputs within the task's size budget.
+        let mut spec = task.spec.clone();
+        spec.input_responses = Some(merged);
+        crate::call::check_spec_budget(&spec, "the task's inputs with these answers")?;
         state.tasks.merge_input_responses(id, accepted).await?;
     }
     Ok(())

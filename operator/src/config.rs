@@ -79,6 +79,13 @@ pub struct Config {
     /// fails `PodRefused`, from the Job's first `FailedCreate` Event
     /// (`MCP_OPERATOR_POD_REFUSED_GRACE_SECONDS`, default 30).
     pub pod_refused_grace: Duration,
+    /// How long a task's pod stays bound to a node that is unreachable or not ready before it
+    /// is evicted (the `tolerationSeconds` of the NoExecute tolerations for
+    /// `node.kubernetes.io/unreachable` and `node.kubernetes.io/not-ready` the operator adds,
+    /// unless the tool's template tolerates that key itself;
+    /// `MCP_OPERATOR_NODE_LOST_TOLERATION_SECONDS`, default 60, 0 to 86400). Without it
+    /// Kubernetes' default is 300 s.
+    pub node_lost_toleration: Duration,
     /// Image holding the static `mcp-bridge` at `/mcp-bridge`, copied into the pods of
     /// `McpServer` tools by an init container (`MCP_OPERATOR_BRIDGE_IMAGE`; unset: McpServers
     /// are not Ready, with reason `BridgeNotConfigured`).
@@ -199,6 +206,7 @@ impl Config {
             config_error_grace: seconds(var("CONFIG_ERROR_GRACE_SECONDS"), "60")?,
             unschedulable_after: seconds(var("UNSCHEDULABLE_SECONDS"), "300")?,
             pod_refused_grace: seconds(var("POD_REFUSED_GRACE_SECONDS"), "30")?,
+            node_lost_toleration: seconds(var("NODE_LOST_TOLERATION_SECONDS"), "60")?,
             bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
         })
     }

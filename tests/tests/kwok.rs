@@ -348,11 +348,9 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
         ensure_crds(&client).await;
         let _operator = Operator::start_leader(&ns).await;
         let node = FakeNode::add(&format!("kwok-{ns}")).await;
-        let mut pod_spec = json!({
-            // Evicted 1 s after the node is found unreachable (the default is 300 s).
-            "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
-                             "effect": "NoExecute", "tolerationSeconds": 1}],
-        });
+        // No toleration of an unreachable node of the tool's own: the operator's (60 s by
+        // default, where Kubernetes gives 300 s) bounds how long the pod stays on a lost node.
+        let mut pod_spec = json!({});
         place_on_fake_node(&mut pod_spec, &node.name);
         let spec = json!({"template": {
             "metadata": {"annotations": {RUN_FOR_ANNOTATION: "1h"}},
@@ -373,9 +371,27 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
         })
         .await;
 
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let listed = pods
+            .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}")))
+            .await
+            .expect("list the task's pod");
+        let tolerations = listed.items[0]
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.clone())
+            .unwrap_or_default();
+        assert!(
+            tolerations.iter().any(|t| {
+                t.key.as_deref() == Some("node.kubernetes.io/unreachable")
+                    && t.toleration_seconds == Some(60)
+            }),
+            "{tolerations:?}"
+        );
+
         let lost_at = Instant::now();
         node.lose().await;
-        // The node is tainted unreachable ~52 s after the loss, the pod evicted 1 s later.
+        // The node is tainted unreachable ~52 s after the loss, the pod evicted 60 s later.
         let limit = Duration::from_secs(180);
         let done = poll_task(&client, &ns, &name, limit, McpTask::is_terminal).await;
         let took = lost_at.elapsed();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, ObjectFieldSelector, PodSpec,
-    PodTemplateSpec, Volume, VolumeMount,
+    PodTemplateSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -103,7 +103,7 @@ pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job,
                 .spec
                 .active_deadline_seconds
                 .or(config.default_active_deadline_seconds),
-            template: build_pod_template(task, tool, labels)?,
+            template: build_pod_template(task, tool, labels, config)?,
             ..JobSpec::default()
         }),
         status: None,
@@ -159,6 +159,7 @@ fn build_pod_template(
     task: &McpTask,
     tool: &McpTool,
     labels: BTreeMap<String, String>,
+    config: &Config,
 ) -> Result<PodTemplateSpec, BuildError> {
     let mut template = tool.spec.template.clone();
     let meta = template.metadata.get_or_insert_with(ObjectMeta::default);
@@ -181,6 +182,7 @@ fn build_pod_template(
     spec.restart_policy = Some("Never".to_owned());
     // The tool talks to nothing in the cluster unless its template asks for a token.
     spec.automount_service_account_token = spec.automount_service_account_token.or(Some(false));
+    add_node_lost_tolerations(spec, config.node_lost_toleration);
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     volumes.retain(|v| v.name != VOLUME_NAME);
     volumes.push(contract_volume());
@@ -200,6 +202,38 @@ fn build_pod_template(
         ..VolumeMount::default()
     });
     Ok(template)
+}
+
+/// Taints the node controller puts on a node it lost (no heartbeats) or that is not ready.
+pub const NODE_LOST_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/not-ready",
+];
+
+/// Bounds how long the pod stays bound to a lost node: a NoExecute toleration of
+/// `after` for each of [`NODE_LOST_TAINTS`] that the template does not tolerate already
+/// (a tool's own toleration of that key, or of every key, whatever its effect or time, wins). Without it the
+/// DefaultTolerationSeconds admission plugin gives 300 s, and the task waits that long.
+fn add_node_lost_tolerations(spec: &mut PodSpec, after: std::time::Duration) {
+    let seconds = i64::try_from(after.as_secs()).unwrap_or(i64::MAX);
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for key in NODE_LOST_TAINTS {
+        // NB: an empty key with `Exists` tolerates every taint.
+        let tolerated = |t: &Toleration| match t.key.as_deref() {
+            None | Some("") => t.operator.as_deref() == Some("Exists"),
+            Some(k) => k == key,
+        };
+        if tolerations.iter().any(tolerated) {
+            continue;
+        }
+        tolerations.push(Toleration {
+            key: Some(key.to_owned()),
+            operator: Some("Exists".to_owned()),
+            effect: Some("NoExecute".to_owned()),
+            toleration_seconds: Some(seconds),
+            value: None,
+        });
+    }
 }
 
 /// Index of the tool container: the only container, or the one named `tool`.

@@ -5,6 +5,7 @@ pub mod apply;
 pub mod build;
 pub mod condition;
 pub mod follow;
+pub mod job_record;
 pub mod nonce;
 pub mod notify;
 pub mod observe;

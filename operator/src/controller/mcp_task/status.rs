@@ -13,6 +13,7 @@ use mcp_task_operator_crds::{McpTask, McpTaskStatus, TaskStatus};
 
 use super::condition::with_succeeded;
 use super::follow::Checkpoint;
+use super::job_record::confirm;
 use super::outcome::Outcome;
 
 /// Type of the status condition that records the log follower's [`Checkpoint`]: where in the
@@ -25,6 +26,9 @@ pub const CHECKPOINT_CONDITION: &str = "OutputFollowed";
 pub struct StatusContext {
     /// Name of the task's Job, once it exists.
     pub job_name: Option<String>,
+    /// UID of the task's own Job when it exists now: confirmed in the
+    /// [`JOB_CREATED_CONDITION`](super::job_record::JOB_CREATED_CONDITION).
+    pub job_uid: Option<String>,
     /// When the task was created.
     pub created_at: Option<Timestamp>,
     /// When the task expires (createdAt + ttlMs), if it does.
@@ -71,6 +75,9 @@ pub fn next_status(
             next.status_message = Some(message.clone());
             next.error = Some(error.clone());
         }
+    }
+    if let (Some(name), Some(uid)) = (&ctx.job_name, &ctx.job_uid) {
+        confirm(&mut next.conditions, name, uid, ctx.now);
     }
     // createdAt is fixed by the first write; later writes keep it whatever the context says.
     if let Some(created) = current.and_then(|c| c.created_at.clone()) {

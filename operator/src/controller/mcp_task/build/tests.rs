@@ -361,3 +361,61 @@ fn the_clients_capabilities_reach_the_tool_as_declared() {
         r#"{"sampling":{},"x":"$$(HOME)"}"#
     );
 }
+
+#[test]
+fn the_pod_leaves_a_lost_node_after_the_configured_time() {
+    let job = build_job(&task(), &tool(), &config()).unwrap();
+    let tolerations = pod_spec(&job).tolerations.clone().unwrap_or_default();
+    for key in NODE_LOST_TAINTS {
+        let t = tolerations
+            .iter()
+            .find(|t| t.key.as_deref() == Some(key))
+            .unwrap_or_else(|| panic!("a toleration of {key}: {tolerations:?}"));
+        assert_eq!(t.operator.as_deref(), Some("Exists"));
+        assert_eq!(t.effect.as_deref(), Some("NoExecute"));
+        assert_eq!(t.toleration_seconds, Some(60), "the default");
+    }
+    let config = Config {
+        node_lost_toleration: std::time::Duration::from_secs(5),
+        ..config()
+    };
+    let job = build_job(&task(), &tool(), &config).unwrap();
+    let seconds: Vec<_> = pod_spec(&job)
+        .tolerations
+        .iter()
+        .flatten()
+        .map(|t| t.toleration_seconds)
+        .collect();
+    assert_eq!(seconds, [Some(5), Some(5)]);
+}
+
+#[test]
+fn a_tools_own_toleration_of_a_lost_node_is_kept() {
+    let mut tool = tool();
+    let own = k8s_openapi::api::core::v1::Toleration {
+        key: Some("node.kubernetes.io/unreachable".into()),
+        operator: Some("Exists".into()),
+        effect: Some("NoExecute".into()),
+        toleration_seconds: Some(900),
+        value: None,
+    };
+    let spec = tool.spec.template.spec.as_mut().unwrap();
+    spec.tolerations = Some(vec![own.clone()]);
+    let job = build_job(&task(), &tool, &config()).unwrap();
+    let tolerations = pod_spec(&job).tolerations.clone().unwrap();
+    assert_eq!(tolerations.len(), 2, "{tolerations:?}");
+    assert_eq!(tolerations[0], own);
+    assert_eq!(
+        tolerations[1].key.as_deref(),
+        Some("node.kubernetes.io/not-ready")
+    );
+    // A toleration of every taint (empty key, Exists) is never shortened.
+    let all = k8s_openapi::api::core::v1::Toleration {
+        operator: Some("Exists".into()),
+        ..Default::default()
+    };
+    let spec = tool.spec.template.spec.as_mut().unwrap();
+    spec.tolerations = Some(vec![all.clone()]);
+    let job = build_job(&task(), &tool, &config()).unwrap();
+    assert_eq!(pod_spec(&job).tolerations.clone().unwrap(), [all]);
+}

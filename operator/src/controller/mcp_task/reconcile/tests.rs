@@ -6,7 +6,11 @@ use axum::http::Method;
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTaskStatus, McpTool, TaskStatus};
 use serde_json::{Value, json};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::SignedDuration;
+
 use super::*;
+use crate::controller::mcp_task::build::build_job;
 use crate::fixtures::api::{Call, context};
 use crate::fixtures::{task, tool};
 
@@ -149,8 +153,17 @@ async fn cancel_before_the_job_exists_cancels_without_creating_one() {
 #[tokio::test]
 async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
     let mut task = live_task();
+    let mut conditions = vec![];
+    // Its creation was confirmed: someone deleted it.
+    crate::controller::mcp_task::job_record::confirm(
+        &mut conditions,
+        ID,
+        "job-uid",
+        Timestamp::now(),
+    );
     task.status = Some(McpTaskStatus {
         job_name: Some(ID.into()),
+        conditions,
         ..Default::default()
     });
     let calls = vec![
@@ -287,223 +300,10 @@ fn pod_list(phase: &str, state: Value, annotations: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
 }
 
-#[tokio::test]
-async fn answers_reach_the_running_pods_annotations() {
-    let mut task = live_task();
-    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
-    let stale = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    let pods = pod_list("Running", json!({"running": {}}), stale);
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods.clone()),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
-    assert_eq!(
-        bodies[3],
-        json!({"metadata": {"annotations": {
-               "mcptasks.io/input-responses": "{\"q\":{\"action\":\"accept\"}}"}}})
-    );
-    assert_eq!(bodies[4]["status"]["status"], "working");
-    assert_eq!(bodies[4]["status"]["statusMessage"], "Running");
-}
-
-#[tokio::test]
-async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
-    let task = live_task();
-    let pods = pod_list(
-        "Succeeded",
-        json!({"terminated": {"exitCode": 0}}),
-        json!({}),
-    );
-    let observe = || {
-        vec![
-            Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-            Call::ok(Method::GET, JOB, job_json()),
-            Call::ok(Method::GET, PODS, pods.clone()),
-        ]
-    };
-    let mut calls = observe();
-    calls.extend(observe());
-    calls.extend([fresh_read(&task), status_call(&task), Call::event("tools")]);
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
-        calls,
-        "hello\n{\"mcp\":\"status\",\"message\":\"done\"}\nworld",
-    );
-    let guard = Arc::new(DeserializeGuard(Ok(task)));
-
-    let first = reconcile(Arc::clone(&guard), Arc::clone(&ctx))
-        .await
-        .unwrap();
-    assert_eq!(
-        first,
-        Action::requeue(LOGS_PENDING),
-        "no outcome before the logs are read"
-    );
-    let state = ctx.followers.state("task-uid").expect("a follower runs");
-    // The follower reads the stopped container's log twice: the same bytes, so it is whole.
-    while lock(&state).view().verdict == super::super::follow::Verdict::Reading {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    reconcile(guard, ctx).await.unwrap();
-    let bodies = server.await.unwrap();
-    let status = &bodies[7]["status"];
-    assert_eq!(status["status"], "completed");
-    assert_eq!(status["statusMessage"], "done");
-    assert_eq!(status["result"]["content"][0]["text"], "hello\nworld");
-    assert_eq!(status["result"]["isError"], false);
-    assert_eq!(bodies[8]["reason"], "Completed");
-}
-
-#[tokio::test]
-async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
-    let mut task = live_task();
-    task.metadata.annotations = Some(BTreeMap::from([(
-        CANCEL_REQUESTED_ANNOTATION.into(),
-        "2026-08-01T12:00:01Z".into(),
-    )]));
-    let pods = pod_list("Running", json!({"running": {}}), json!({}));
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods.clone()),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        fresh_read(&task),
-        Call::ok(Method::DELETE, JOB, job_json()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
-    // The cancel goes alone, first: it never waits on answers that may not fit.
-    assert_eq!(
-        bodies[3],
-        json!({"metadata": {"annotations": {"mcptasks.io/cancel-requested": "2026-08-01T12:00:01Z"}}})
-    );
-    assert_eq!(bodies[7]["status"]["status"], "cancelled");
-    assert_eq!(
-        bodies[7]["status"]["statusMessage"],
-        "Cancelled; the tool did not stop within its grace period"
-    );
-}
-
-#[tokio::test]
-async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
-    let mut task = live_task();
-    // The status was decided from 100 bytes of this pod's log; the new follower has read none.
-    let checkpoint = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
-        type_: "OutputFollowed".into(),
-        status: "True".into(),
-        reason: "LogRead".into(),
-        message: "pod pod-uid: 100 log bytes read, 0 output warnings reported".into(),
-        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
-        observed_generation: None,
-    };
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::InputRequired,
-        job_name: Some(ID.into()),
-        conditions: vec![checkpoint],
-        ..Default::default()
-    });
-    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    let pods = pod_list("Running", json!({"running": {}}), current);
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    // Any further call (a status write) would find the mock gone and fail the reconcile.
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    server.await.unwrap();
-    // Action hides its duration; a sub-second requeue prints in ms (a resync would print 300s).
-    let shown = format!("{action:?}");
-    assert!(
-        shown.contains("requeue_after: Some(") && shown.contains("ms)"),
-        "{shown}"
-    );
-}
-
-#[tokio::test]
-async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() {
-    let mut task = live_task();
-    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
-    let mut pods = pod_list("Running", json!({"running": {}}), json!({}));
-    pods["items"][0]["metadata"]["ownerReferences"] = json!([]);
-    // No PATCH of the pod and no log read: the task waits for its own Job's pod.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods),
-        Call::ok(Method::GET, EVENTS, no_events()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
-    assert_eq!(bodies[4]["status"]["status"], "working");
-    assert_eq!(
-        bodies[4]["status"]["statusMessage"],
-        "Waiting for the Job to create a pod"
-    );
-}
-
-#[tokio::test]
-async fn a_job_of_the_tasks_name_it_does_not_control_fails_the_task_and_is_left_alone() {
-    let task = live_task();
-    let mut foreign = job_json();
-    foreign["metadata"]["ownerReferences"] = json!([]);
-    // No DELETE of the Job, no pod list: only the failure is written.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, foreign),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
-    let status = &bodies[3]["status"];
-    assert_eq!(status["status"], "failed");
-    assert_eq!(status["error"]["data"]["reason"], "JobConflict");
-    assert!(status.get("jobName").is_none(), "{status}");
-    assert!(
-        status["statusMessage"]
-            .as_str()
-            .unwrap()
-            .contains("controlled by nothing"),
-        "{status}"
-    );
-    assert_eq!(bodies[4]["reason"], "Failed");
-    assert_eq!(bodies[4]["type"], "Warning");
-}
-
 fn no_events() -> Value {
     json!({"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": {}, "items": []})
 }
 
 mod edges;
 mod jobs;
+mod pods;

@@ -14,6 +14,7 @@ fn ts(s: &str) -> Timestamp {
 fn ctx(now: &str) -> StatusContext {
     StatusContext {
         job_name: Some("t".into()),
+        job_uid: None,
         created_at: Some(ts("2026-08-01T12:00:00Z")),
         expires_at: Some(ts("2026-08-01T13:00:00Z")),
         generation: Some(1),
@@ -304,4 +305,25 @@ fn only_a_final_refusal_of_a_status_write_fails_the_task() {
     assert!(refused_write(&api(500, "etcdserver: request is too large")).is_some());
     assert_eq!(refused_write(&api(500, "etcdserver: leader changed")), None);
     assert_eq!(refused_write(&api(409, "conflict")), None);
+}
+
+#[test]
+fn an_existing_job_is_confirmed_once_in_the_job_created_condition() {
+    let mut c = ctx("2026-08-01T12:00:01Z");
+    c.job_uid = Some("job-uid".into());
+    let first = next_status(None, &working("Running"), &c).unwrap();
+    let created: Vec<_> = first
+        .conditions
+        .iter()
+        .filter(|c| c.type_ == super::super::job_record::JOB_CREATED_CONDITION)
+        .collect();
+    assert_eq!(created.len(), 1, "{:?}", first.conditions);
+    assert_eq!(created[0].message, "Job t created (uid job-uid)");
+    // Written once: the same Job later changes nothing.
+    c.now = ts("2026-08-01T12:00:09Z");
+    assert_eq!(next_status(Some(&first), &working("Running"), &c), None);
+    // Without the Job at hand the confirmation stays.
+    c.job_uid = None;
+    let later = next_status(Some(&first), &working("Step 2"), &c).unwrap();
+    assert!(super::super::job_record::confirmed(Some(&later)));
 }

@@ -106,3 +106,64 @@ async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
         "JobConflict"
     );
 }
+
+#[tokio::test]
+async fn a_recorded_job_never_confirmed_and_missing_is_created_without_a_new_record() {
+    // The half-done record a leader that ended between the record and the POST leaves.
+    let mut task = live_task();
+    task.status = Some(McpTaskStatus {
+        status: TaskStatus::Working,
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []});
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        // The API server's copy is read: it is not confirmed there either.
+        fresh_read(&task),
+        Call::echo(Method::POST, JOBS),
+        Call::event("tools"),
+        Call::ok(Method::GET, PODS, pods),
+        // Still working: no transition Event.
+        status_call(&task),
+    ];
+    let (_, bodies) = run(task, calls).await;
+    assert_eq!(bodies[3]["metadata"]["name"], ID);
+    assert_eq!(
+        bodies[3]["metadata"]["ownerReferences"][0]["uid"],
+        "task-uid"
+    );
+    assert_eq!(bodies[4]["reason"], "JobCreated");
+    assert_eq!(bodies[6]["status"]["status"], "working");
+}
+
+#[tokio::test]
+async fn a_recorded_job_confirmed_on_the_api_server_but_not_in_the_cache_is_not_recreated() {
+    let mut cached = live_task();
+    cached.status = Some(McpTaskStatus {
+        status: TaskStatus::Working,
+        job_name: Some(ID.into()),
+        ..Default::default()
+    });
+    let mut stored = cached.clone();
+    let status = stored.status.as_mut().unwrap();
+    crate::controller::mcp_task::job_record::confirm(
+        &mut status.conditions,
+        ID,
+        "job-uid",
+        Timestamp::now(),
+    );
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::not_found(JOB),
+        fresh_read(&stored),
+        // No POST: the Job was created and deleted since; the task fails.
+        fresh_read(&stored),
+        status_call(&stored),
+        Call::event("tools"),
+    ];
+    let (_, bodies) = run(cached, calls).await;
+    assert_eq!(bodies[4]["status"]["status"], "failed");
+    assert_eq!(bodies[4]["status"]["error"]["data"]["reason"], "JobDeleted");
+}

@@ -1,0 +1,215 @@
+//! Step 3, ensure the one Job: use the task's Job, wait for an earlier task's Job of the same
+//! name to go, or record and create it ([`job_record`] says when a missing Job is created and
+//! when it was deleted). [`plan`] decides, without the API server.
+
+use std::borrow::Cow;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use mcp_task_operator_crds::{McpTask, McpTool};
+
+use super::super::apply;
+use super::super::build::{BuildError, build_job};
+use super::super::job_record::{self, Missing};
+use super::super::nonce;
+use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
+use super::super::outcome::{Decision, Outcome};
+use super::{Ids, STALE_RETRY};
+use crate::config::Config;
+use crate::context::Context;
+use crate::error::Result;
+use crate::policy::check_job;
+
+/// How long from its creation a task waits for the Job of an earlier task of the same name to
+/// be deleted (by garbage collection, within seconds as a rule) before it fails (JobConflict).
+pub const EARLIER_JOB_WAIT: SignedDuration = SignedDuration::from_secs(60);
+
+/// What to do about the task's Job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// The Job of the name exists: use it (if this task controls it).
+    Use,
+    /// The Job of the name belongs to an earlier task of the same name and is going away with
+    /// it: wait (the Job's name).
+    WaitForEarlier(String),
+    /// Create the Job; record it first (conditionally on the task as read) if `record`.
+    Create {
+        /// Whether `status.jobName` must be written first.
+        record: bool,
+    },
+    /// A recorded Job, never confirmed, is missing: read the task from the API server (the
+    /// cache may lag this operator's own confirmation) and plan again.
+    ReadAgain,
+    /// No Job, and none to create: it was deleted, or the task is being cancelled.
+    NoJob,
+}
+
+/// What to do about the task's Job `job` (as the API server has it), at `now`. `fresh`: the
+/// task was just read from the API server (not the cache).
+pub fn plan(
+    task: &McpTask,
+    job: Option<&Job>,
+    ids: &Ids,
+    cancel_at: Option<Timestamp>,
+    now: Timestamp,
+    fresh: bool,
+) -> Plan {
+    let status = task.status.as_ref();
+    if let Some(job) = job {
+        let age = task.created_at().map(|t| now.duration_since(t));
+        let waiting = earlier_task_job(job, &ids.name, &ids.uid)
+            && !job_record::recorded(status)
+            && cancel_at.is_none()
+            && age.is_none_or(|a| a < EARLIER_JOB_WAIT);
+        return match waiting {
+            true => Plan::WaitForEarlier(job.name_any()),
+            false => Plan::Use,
+        };
+    }
+    if cancel_at.is_some() {
+        return Plan::NoJob;
+    }
+    match job_record::missing(status) {
+        Missing::NotRecorded => Plan::Create { record: true },
+        Missing::Unconfirmed if fresh => Plan::Create { record: false },
+        Missing::Unconfirmed => Plan::ReadAgain,
+        Missing::Deleted => Plan::NoJob,
+    }
+}
+
+/// What the ensure step leaves for the rest of the run.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made and taken apart once per reconcile, never stored"
+)]
+pub enum Ensured<'a> {
+    /// The run ends here.
+    Stop(Action),
+    /// The task's status is decided already (`poll`: look again soon, for a wait).
+    Finish {
+        /// The task as last read.
+        task: Cow<'a, McpTask>,
+        /// What to write.
+        decision: Decision,
+        /// Whether to look again after the start poll interval.
+        poll: bool,
+    },
+    /// Go on with the task (read again, if it was) and its Job, if it has one.
+    Go {
+        /// The task as last read.
+        task: Cow<'a, McpTask>,
+        /// The task's own Job.
+        job: Option<Job>,
+    },
+}
+
+/// Ensures the task's one Job per [`plan`].
+pub async fn step<'a>(
+    task: &'a McpTask,
+    tool: Option<&McpTool>,
+    ctx: &Context,
+    ids: &Ids,
+    cancel_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<Ensured<'a>> {
+    let client = &ctx.client;
+    let mut job = apply::get_job(client, &ids.namespace, &ids.name).await?;
+    let mut task = Cow::Borrowed(task);
+    let mut fresh = false;
+    loop {
+        match plan(&task, job.as_ref(), ids, cancel_at, now, fresh) {
+            Plan::ReadAgain => match apply::get_task(client, &ids.namespace, &ids.name).await? {
+                Some(t) if !t.is_terminal() && t.uid().as_deref() == Some(ids.uid.as_str()) => {
+                    task = Cow::Owned(t);
+                    fresh = true;
+                }
+                // Ended or gone since: its own watch event brings it here again.
+                _ => return Ok(Ensured::Stop(Action::await_change())),
+            },
+            Plan::WaitForEarlier(old) => {
+                let message =
+                    format!("Waiting for Job {old} of an earlier task of this name to be deleted");
+                let decision = Decision::just(Outcome::Working { message });
+                return Ok(Ensured::Finish {
+                    task,
+                    decision,
+                    poll: true,
+                });
+            }
+            Plan::Create { record } => {
+                let desired = match desired_job(&task, tool, &ctx.config) {
+                    Ok(desired) => desired,
+                    Err(failed) => return Ok(finish(task, failed)),
+                };
+                if record && apply::record_job(client, &task).await? == apply::Patched::Stale {
+                    return Ok(Ensured::Stop(Action::requeue(STALE_RETRY)));
+                }
+                match apply::create_job(client, &ids.namespace, &desired).await? {
+                    apply::Created::Job(created) => {
+                        let note = format!("Created Job {}", ids.name);
+                        ctx.publish(task.as_ref(), "JobCreated", note, false).await;
+                        job = Some(*created);
+                    }
+                    apply::Created::Refused(message) => {
+                        let failed = Outcome::failure(FailureReason::JobRefused, Some(message));
+                        return Ok(finish(task, failed));
+                    }
+                }
+                break;
+            }
+            Plan::Use | Plan::NoJob => break,
+        }
+    }
+    // Only a Job this task controls is its own; a foreign one is never used, nor deleted.
+    if let Some(detail) = job.as_ref().and_then(|j| foreign_job(j, &ids.uid)) {
+        let failed = Outcome::failure(FailureReason::JobConflict, Some(detail));
+        return Ok(finish(task, failed));
+    }
+    Ok(Ensured::Go { task, job })
+}
+
+fn finish(task: Cow<'_, McpTask>, outcome: Outcome) -> Ensured<'_> {
+    Ensured::Finish {
+        task,
+        decision: Decision::just(outcome),
+        poll: false,
+    }
+}
+
+/// The Job to create for `task`, or the failure that stops it: no tool, a template that
+/// cannot be built, or one the tool policy refuses (checked again here: the tool may not be
+/// Ready, or the policy tightened since).
+pub fn desired_job(
+    task: &McpTask,
+    tool: Option<&McpTool>,
+    config: &Config,
+) -> Result<Job, Outcome> {
+    let Some(tool) = tool else {
+        return Err(Outcome::failure(
+            FailureReason::ToolNotFound,
+            Some(task.spec.tool.clone()),
+        ));
+    };
+    let mut job = build_job(task, tool, config).map_err(|e| {
+        let reason = match &e {
+            BuildError::EnvTooLarge(_) => FailureReason::ArgumentsTooLarge,
+            _ => FailureReason::ToolInvalid,
+        };
+        Outcome::failure(reason, Some(e.to_string()))
+    })?;
+    if let Err(v) = check_job(&job, &config.tool_policy) {
+        return Err(Outcome::failure(
+            FailureReason::TemplateNotAllowed,
+            Some(v.to_string()),
+        ));
+    }
+    if tool.spec.message_nonce {
+        nonce::add_to_job(&mut job, &nonce::generate());
+    }
+    Ok(job)
+}
+
+#[cfg(test)]
+mod tests;

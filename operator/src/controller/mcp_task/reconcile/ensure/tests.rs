@@ -1,0 +1,117 @@
+//! [`plan`]: what to do about a task's Job, without the API server.
+
+use mcp_task_operator_crds::McpTaskStatus;
+use serde_json::json;
+
+use super::*;
+use crate::fixtures::task;
+
+fn ids() -> Ids {
+    let t = task();
+    Ids::of(&t).unwrap()
+}
+
+fn job_owned_by(uid: &str) -> Job {
+    serde_json::from_value(json!({
+        "metadata": {"name": task().name_any(), "ownerReferences": [{
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTask",
+            "name": task().name_any(), "uid": uid, "controller": true}]},
+    }))
+    .unwrap()
+}
+
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+fn recorded(confirmed: bool) -> McpTask {
+    let mut t = task();
+    let mut status = McpTaskStatus {
+        job_name: Some(t.name_any()),
+        ..McpTaskStatus::default()
+    };
+    if confirmed {
+        job_record::confirm(
+            &mut status.conditions,
+            "j",
+            "job-uid",
+            at("2026-08-01T12:00:01Z"),
+        );
+    }
+    t.status = Some(status);
+    t
+}
+
+/// The fixture task was created at 12:00:00.
+const SOON: &str = "2026-08-01T12:00:10Z";
+
+#[test]
+fn a_new_task_records_then_creates_its_job() {
+    let p = plan(&task(), None, &ids(), None, at(SOON), false);
+    assert_eq!(p, Plan::Create { record: true });
+}
+
+#[test]
+fn a_half_done_record_is_read_again_then_created_without_a_new_record() {
+    let half = recorded(false);
+    assert_eq!(
+        plan(&half, None, &ids(), None, at(SOON), false),
+        Plan::ReadAgain
+    );
+    let created = plan(&half, None, &ids(), None, at(SOON), true);
+    assert_eq!(created, Plan::Create { record: false });
+}
+
+#[test]
+fn a_confirmed_job_that_is_gone_is_never_created_again() {
+    let confirmed = recorded(true);
+    assert_eq!(
+        plan(&confirmed, None, &ids(), None, at(SOON), false),
+        Plan::NoJob
+    );
+    assert_eq!(
+        plan(&confirmed, None, &ids(), None, at(SOON), true),
+        Plan::NoJob
+    );
+}
+
+#[test]
+fn a_cancelled_task_gets_no_job() {
+    let cancel = Some(at("2026-08-01T12:00:05Z"));
+    assert_eq!(
+        plan(&task(), None, &ids(), cancel, at(SOON), false),
+        Plan::NoJob
+    );
+    assert_eq!(
+        plan(&recorded(false), None, &ids(), cancel, at(SOON), false),
+        Plan::NoJob
+    );
+}
+
+#[test]
+fn an_existing_job_is_used_and_an_earlier_tasks_is_waited_for_up_to_a_bound() {
+    let own = job_owned_by(&ids().uid);
+    assert_eq!(
+        plan(&task(), Some(&own), &ids(), None, at(SOON), false),
+        Plan::Use
+    );
+    let earlier = job_owned_by("earlier-task-uid");
+    let wait = plan(&task(), Some(&earlier), &ids(), None, at(SOON), false);
+    assert_eq!(wait, Plan::WaitForEarlier(task().name_any()));
+    // Past the bound, or once the task recorded a Job of its own: used (then refused as
+    // another's).
+    let late = task()
+        .created_at()
+        .unwrap()
+        .checked_add(EARLIER_JOB_WAIT)
+        .unwrap();
+    assert_eq!(
+        plan(&task(), Some(&earlier), &ids(), None, late, false),
+        Plan::Use
+    );
+    let r = recorded(false);
+    assert_eq!(
+        plan(&r, Some(&earlier), &ids(), None, at(SOON), false),
+        Plan::Use
+    );
+}

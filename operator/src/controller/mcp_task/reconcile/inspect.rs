@@ -1,0 +1,87 @@
+//! Step 4, observe: the Job's pods and what they do ([`Workload`]), with the start deadlines
+//! applied as of `now`, and the pod's annotations kept in step with the task.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use super::super::apply::{self, PodSync};
+use super::super::observe::{
+    FailureReason, StartLimits, Workload, observe_workload, pods_refused, select_pod,
+    start_deadline,
+};
+use super::super::outcome::{self, Decision, Outcome};
+use super::Ids;
+use crate::config::Config;
+use crate::context::Context;
+use crate::error::Result;
+use mcp_task_operator_crds::McpTask;
+
+/// What the observe step saw.
+pub enum Inspected {
+    /// The task's status is decided already.
+    Finish(Decision),
+    /// The Job's pods and what the chosen one does.
+    Seen {
+        /// The pods the Job controls.
+        pods: Vec<Pod>,
+        /// What the workload does, start deadlines applied.
+        workload: Workload,
+    },
+}
+
+/// Lists the Job's pods, judges them as of `now` and syncs the pod's annotations.
+pub async fn step(
+    task: &McpTask,
+    ctx: &Context,
+    ids: &Ids,
+    job: Option<&Job>,
+    cancel_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<Inspected> {
+    let client = &ctx.client;
+    let pods = match job {
+        Some(job) => apply::list_pods(client, &ids.namespace, job).await?,
+        None => Vec::new(),
+    };
+    let pod = select_pod(&pods);
+    let limits = start_limits(&ctx.config);
+    let mut workload = start_deadline(observe_workload(job, pod), pod, &limits, now);
+    if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, job)
+        && let Some((since, message)) =
+            apply::pods_refused_since(client, &ids.namespace, job).await?
+        && pods_refused(&workload, pod, Some(since), &limits, now)
+    {
+        workload = Workload::Failed {
+            reason: FailureReason::PodRefused,
+            detail: Some(message),
+        };
+    }
+    if let Some(pod) = pod
+        && let PodSync::AnswersTooLarge(detail) =
+            apply::sync_pod_annotations(client, task, pod).await?
+        && cancel_at.is_none()
+    {
+        // The cancel (if any) has reached the pod; answers that cannot would be retried for
+        // ever: the task fails, and its Job is stopped.
+        return Ok(Inspected::Finish(Decision {
+            outcome: Outcome::failure(FailureReason::InputTooLarge, Some(detail)),
+            action: Some(outcome::Action::DeleteJob),
+            recheck_after: None,
+        }));
+    }
+    Ok(Inspected::Seen { pods, workload })
+}
+
+/// The start grace periods and deadline of `config`, for [`start_deadline`].
+pub fn start_limits(config: &Config) -> StartLimits {
+    let signed = |d: Duration| SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    StartLimits {
+        image_pull_grace: signed(config.image_pull_grace),
+        config_error_grace: signed(config.config_error_grace),
+        unschedulable_after: signed(config.unschedulable_after),
+        pod_refused_grace: signed(config.pod_refused_grace),
+    }
+}

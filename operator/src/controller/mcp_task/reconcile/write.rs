@@ -1,0 +1,142 @@
+//! Step 7, write: carry out the decided action, write the decided status (coalesced), publish
+//! the transition Event and say when to look again.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use mcp_task_operator_crds::McpTask;
+use rand::Rng;
+
+use super::super::apply;
+use super::super::follow::lock;
+use super::super::job_record;
+use super::super::observe::{FailureReason, controlled_by};
+use super::super::outcome::{self, Decision, Outcome};
+use super::super::status::{
+    StatusContext, check_budget, next_status, refused_write, transition_event, write_delay,
+};
+use crate::context::Context;
+use crate::error::Result;
+
+/// Carries out the decided action, writes the decided status (coalesced), publishes the
+/// transition Event and requeues for the soonest of `wait` (expiry, log settling), a coalesced
+/// write, a cancel deadline and resync.
+///
+/// A terminal decision is checked against the task as the API server has it now: the
+/// controller's cache may lag the operator's own last write (say the Job deletion that followed
+/// a terminal status is seen first), and the same terminal status with other details (a
+/// `JobDeleted` error over `ImagePullFailed`) would pass the CRD's "terminal never changes"
+/// rule.
+pub async fn step(
+    task: &McpTask,
+    ctx: &Context,
+    uid: &str,
+    decision: &Decision,
+    job: Option<&Job>,
+    mut wait: Vec<Duration>,
+    now: Timestamp,
+) -> Result<Action> {
+    let current = task.status.as_ref();
+    // Only a Job this task controls is confirmed as its own.
+    let own_job = job.filter(|j| controlled_by(&j.metadata, uid));
+    let status_ctx = StatusContext {
+        job_name: own_job
+            .map(ResourceExt::name_any)
+            .or_else(|| current.and_then(|s| s.job_name.clone())),
+        job_uid: own_job.and_then(|j| j.uid()),
+        created_at: task.created_at(),
+        expires_at: task.expires_at(),
+        generation: task.metadata.generation,
+        checkpoint: ctx.followers.state(uid).map(|s| lock(&s).view().checkpoint),
+        now,
+    };
+    // A status that would make the task too large for etcd fails the task instead.
+    let mut outcome = decision.outcome.clone();
+    let mut next = next_status(current, &outcome, &status_ctx);
+    if let Some(Err(detail)) = next.as_ref().map(|n| check_budget(task, n)) {
+        outcome = Outcome::failure(FailureReason::StatusTooLarge, Some(detail));
+        next = next_status(current, &outcome, &status_ctx);
+    }
+    let terminal = outcome.status().is_terminal();
+    let (namespace, name) = (task.namespace().unwrap_or_default(), task.name_any());
+    if terminal {
+        let fresh = apply::get_task(&ctx.client, &namespace, &name).await?;
+        if fresh.as_ref().is_none_or(McpTask::is_terminal) {
+            ctx.followers.stop(uid);
+            ctx.record_write(uid, true);
+            // Its own watch event brings the fresh task (and its expiry) here again.
+            return Ok(Action::await_change());
+        }
+    }
+    if decision.action == Some(outcome::Action::DeleteJob) {
+        apply::delete_job(&ctx.client, &namespace, &name).await?;
+    }
+    if let Some(mut next) = next {
+        // The Job's confirmation goes out at once: until it is stored, a failover would
+        // take a deleted Job for one never created.
+        let delay = if job_record::newly_confirmed(current, &next) {
+            Duration::ZERO
+        } else {
+            write_delay(
+                ctx.since_last_write(uid),
+                ctx.config.status_interval,
+                current.map(|s| s.status),
+                outcome.status(),
+            )
+        };
+        if delay.is_zero() {
+            let started = std::time::Instant::now();
+            if let Err(refused) = apply::apply_status(&ctx.client, task, &next).await {
+                // A status the API server refuses (too large, invalid) would be retried until
+                // the TTL: the task fails with a small status saying why, once.
+                let Some(detail) = refused_write(&refused) else {
+                    return Err(refused);
+                };
+                tracing::warn!(task = %name, error = %refused, "status refused; failing the task");
+                outcome = Outcome::failure(FailureReason::StatusRefused, Some(detail));
+                let Some(failed) = next_status(current, &outcome, &status_ctx) else {
+                    return Err(refused);
+                };
+                next = failed;
+                apply::apply_status(&ctx.client, task, &next).await?;
+            }
+            let terminal = outcome.status().is_terminal();
+            ctx.metrics.status_written(started.elapsed());
+            ctx.record_write(uid, terminal);
+            if let Some(event) = transition_event(current.map(|s| s.status), &outcome) {
+                ctx.metrics.transition(event.reason);
+                ctx.publish(task, event.reason, event.note, event.warning)
+                    .await;
+            }
+            if terminal {
+                ctx.followers.stop(uid);
+            }
+        } else {
+            wait.push(delay);
+        }
+    }
+    if !terminal {
+        let resync = ctx.config.resync.as_millis() as u64;
+        wait.push(Duration::from_millis(
+            rand::rng().random_range(resync..=resync + resync / 10),
+        ));
+    }
+    if let Some(recheck) = decision
+        .recheck_after
+        .and_then(|d| Duration::try_from(d).ok())
+    {
+        wait.push(recheck);
+    }
+    Ok(requeue(&wait))
+}
+
+/// Requeue at the soonest of `wait`, or wait for a change when there is none.
+pub fn requeue(wait: &[Duration]) -> Action {
+    wait.iter()
+        .min()
+        .copied()
+        .map_or_else(Action::await_change, Action::requeue)
+}
