@@ -46,6 +46,7 @@ fn result(task: &McpTask) -> Value {
     task.status
         .as_ref()
         .and_then(|s| s.result.clone())
+        .map(Value::Object)
         .unwrap_or_else(|| panic!("no result: {:?}", task.status))
 }
 
