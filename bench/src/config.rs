@@ -6,7 +6,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Sections to run (`MTO_BENCH_SECTIONS`, comma-separated; default all:
-    /// `get,call,life,scale,e2e`).
+    /// `get,call,life,scale,e2e,bridge`).
     pub sections: Vec<String>,
     /// Recorded time per load point (`MTO_BENCH_SECONDS`, default 4).
     pub load_time: Duration,
@@ -30,6 +30,12 @@ pub struct Config {
 
     /// The Rust tool binary packaged as `localhost/rust-tool:v1` (`MTO_RUST_TOOL_BIN`).
     pub rust_tool_bin: Option<String>,
+    /// The minimal Rust MCP server packaged as `localhost/rust-mcp-server:v1`
+    /// (`MTO_RUST_MCP_SERVER_BIN`), for the bridge section.
+    pub rust_mcp_server_bin: Option<String>,
+    /// The bridge image the operator of the bridge section copies into server pods
+    /// (`MTO_BRIDGE_IMAGE`, default `localhost/mcp-bridge:bench`, which `hack/bench.sh` builds).
+    pub bridge_image: String,
     /// Where the results table goes (`MTO_BENCH_OUT`, default
     /// `$CARGO_TARGET_DIR/bench/results.md`).
     pub out: String,
@@ -58,7 +64,7 @@ impl Config {
         let target = var("CARGO_TARGET_DIR").unwrap_or_else(|| "target".to_owned());
         Ok(Self {
             sections: var("MTO_BENCH_SECTIONS")
-                .unwrap_or_else(|| "get,call,life,scale,e2e".to_owned())
+                .unwrap_or_else(|| "get,call,life,scale,e2e,bridge".to_owned())
                 .split(',')
                 .map(|s| s.trim().to_owned())
                 .collect(),
@@ -72,6 +78,9 @@ impl Config {
             fleet: list("MTO_BENCH_FLEET", "1000,5000")?,
 
             rust_tool_bin: var("MTO_RUST_TOOL_BIN"),
+            rust_mcp_server_bin: var("MTO_RUST_MCP_SERVER_BIN"),
+            bridge_image: var("MTO_BRIDGE_IMAGE")
+                .unwrap_or_else(|| "localhost/mcp-bridge:bench".to_owned()),
             out: var("MTO_BENCH_OUT").unwrap_or_else(|| format!("{target}/bench/results.md")),
         })
     }

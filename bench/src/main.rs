@@ -1,6 +1,7 @@
 //! `mto-bench`: the benchmark harness behind `make bench`. It measures, in one run, each figure
-//! of issue 7 beside a baseline measured in the same run, prints the results as Markdown tables
-//! and writes them to `MTO_BENCH_OUT`.
+//! of issue 7 beside a baseline measured in the same run, and the bridge's per-call cost (issue
+//! 16) beside a contract-native tool; it prints the results as Markdown tables and writes them
+//! to `MTO_BENCH_OUT`.
 //!
 //! `mto-bench` runs the sections (settings in [`config::Config`]); `mto-bench serve-axum ...`
 //! and `mto-bench serve-rmcp ...` are the baseline servers it starts as child processes.
@@ -107,6 +108,17 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         let slot = &mut section;
         let outcome = in_namespace("bench-e2e", |c, ns| async move {
             sections::e2e::run(config, c, &ns, slot).await
+        })
+        .await;
+        finish(&mut section, outcome, started);
+        report.sections.push(section);
+    }
+    if config.runs_section("bridge") {
+        let mut section = sections::bridge::section();
+        let started = Instant::now();
+        let slot = &mut section;
+        let outcome = in_namespace("bench-bridge", |c, ns| async move {
+            sections::bridge::run(config, c, &ns, slot).await
         })
         .await;
         finish(&mut section, outcome, started);

@@ -1,6 +1,8 @@
 //! The measurements, one module each; every one runs in a namespace of its own. `make bench`
-//! runs the first five; `make scale` runs the fleet on fake nodes.
+//! runs the five of issue 7 and the bridge's cost (issue 16); `make scale` runs the fleet on
+//! fake nodes (issue 14).
 
+pub mod bridge;
 pub mod call;
 pub mod e2e;
 pub mod fleet;

@@ -221,6 +221,7 @@ pub mod frontend;
 pub mod kwok;
 pub mod lag_proxy;
 pub mod mcp_client;
+pub mod mcp_servers;
 pub mod operator;
 pub mod stack;
 pub mod status_writer;

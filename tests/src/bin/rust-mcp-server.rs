@@ -1,0 +1,135 @@
+//! A minimal stdio MCP server written in Rust with rmcp, for the bridge's tests and the
+//! benchmark of the bridge's cost (`hack/images.sh` packages it as
+//! `localhost/rust-mcp-server:v1`, in the same base as the contract-native `rust-tool`).
+//!
+//! Tools:
+//! - `work`: answers at once with `done at T` (`T`: wall-clock Unix seconds with nanoseconds),
+//!   the same trivial work as `rust-tool` with `{"steps": 0}`.
+//! - `write-file`: writes `text` (at most 64 KiB) to the file `name` (a plain file name) in its
+//!   working directory, reads it back and returns `{"path", "text"}` as structured content; an
+//!   I/O error (say a read-only root file system) is a tool error naming the path.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+/// Largest `text` that `write-file` accepts.
+const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+#[derive(Clone)]
+struct Minimal;
+
+fn schema(value: Value) -> Arc<Map<String, Value>> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+fn now() -> String {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:09}", t.as_secs(), t.subsec_nanos())
+}
+
+fn failed(message: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(message)]))
+}
+
+fn write_file(arguments: &Map<String, Value>) -> CallToolResponse {
+    let name = arguments.get("name").and_then(Value::as_str).unwrap_or("");
+    let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
+    let plain =
+        !name.is_empty() && name.len() <= 255 && !name.contains('/') && name != "." && name != "..";
+    if !plain {
+        return failed(format!(
+            "name must be a plain file name of 1 to 255 bytes, got {name:?}"
+        ));
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return failed(format!(
+            "text is {} bytes, over the limit of {MAX_TEXT_BYTES}",
+            text.len()
+        ));
+    }
+    let path = match std::env::current_dir() {
+        Ok(dir) => dir.join(name),
+        Err(e) => return failed(format!("no working directory: {e}")),
+    };
+    let written = std::fs::write(&path, text).and_then(|()| std::fs::read_to_string(&path));
+    match written {
+        Ok(back) => CallToolResponse::Complete(CallToolResult::structured(
+            json!({"path": path.display().to_string(), "text": back}),
+        )),
+        Err(e) => failed(format!("cannot write {}: {e}", path.display())),
+    }
+}
+
+impl ServerHandler for Minimal {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new("rust-mcp-server", "1.0.0");
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                "work",
+                "Answers at once with the time it answered.",
+                schema(json!({"type": "object"})),
+            ),
+            Tool::new(
+                "write-file",
+                "Writes a file in the working directory and reads it back.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "a plain file name"},
+                        "text": {"type": "string", "maxLength": MAX_TEXT_BYTES},
+                    },
+                    "required": ["name", "text"],
+                })),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        match request.name.as_ref() {
+            "work" => Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                ContentBlock::text(format!("done at {}", now())),
+            ]))),
+            "write-file" => Ok(write_file(&arguments)),
+            other => Err(ErrorData::invalid_params(
+                format!("no tool named {other:?}"),
+                None,
+            )),
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let transport = (tokio::io::stdin(), tokio::io::stdout());
+    match Minimal.serve(transport).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(e) => eprintln!("rust-mcp-server: initialize failed: {e}"),
+    }
+}
