@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make scale`: thousands of tasks at once on KWOK fake nodes, each level beside the same number
 # of bare Jobs of the same pod (bench/src/sections/fleet.rs; method in docs/BENCHMARKS.md,
-# section 6). Release builds of the front end, the operator and the harness; the local cluster
+# "make scale"). Release builds of the front end, the operator and the harness; the local cluster
 # (started here when it is not running, and stopped again afterwards); kwok with
 # SCALE_NODES (50) fake nodes (stopped afterwards when this script started it). Settings:
 # MTO_BENCH_FLEET (1000,5000), SCALE_NODES (50).

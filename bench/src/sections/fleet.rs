@@ -1,12 +1,12 @@
-//! Section 6 (`make scale`): thousands of tasks at once on KWOK fake nodes, each level beside
-//! the same number of bare Jobs with the same pod, run in the same namespace afterwards.
+//! Section 7 (`make scale`): thousands of tasks at once on KWOK fake nodes, each level beside
+//! the same number of bare Jobs of the same pod, run first in the same namespace.
 //!
 //! A fake pod runs no container: kwok plays its life (Running, then the containers exit after
 //! [`RUN_FOR`]) and serves `hack/kwok/logs/fleet.log` as the log of its container `fleet`
 //! through the API server: four status lines over 45 s and the result line at 55 s. So the
 //! operator's whole path runs for each task (Job, pod, log follow, status writes, result) for
 //! about a minute, and only the node is simulated.
-//! docs/BENCHMARKS.md, section 6, gives the method.
+//! docs/BENCHMARKS.md, "`make scale`", gives the method.
 
 mod reading;
 mod watch;
@@ -270,7 +270,7 @@ pub async fn run(
 /// The section's empty table.
 pub fn section() -> Section {
     Section::new(
-        "6. Fleet: tasks at once on KWOK fake nodes, beside bare Jobs of the same pod",
+        "7. Fleet: tasks at once on KWOK fake nodes, beside bare Jobs of the same pod",
         &[
             "tasks",
             "completed with the result",
