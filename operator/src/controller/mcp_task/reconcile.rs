@@ -26,6 +26,7 @@ use super::observe::{
     tool_container_started,
 };
 use super::outcome::{self, Decision, Observation, Outcome, cancel_requested_at, decide};
+use super::signals;
 use super::status::{
     StatusContext, check_budget, checkpoint_of, next_status, refused_write, transition_event,
     write_delay,
@@ -401,6 +402,12 @@ async fn finish(
             ctx.record_write(uid, terminal);
             if let Some(event) = transition_event(current.map(|s| s.status), &outcome) {
                 ctx.metrics.transition(event.reason);
+                signals::record_end(
+                    &ctx.metrics,
+                    &outcome,
+                    cancel_requested_at(task),
+                    status_ctx.now,
+                );
                 ctx.publish(task, event.reason, event.note, event.warning)
                     .await;
             }
