@@ -93,9 +93,8 @@ impl Metrics {
         // The series a dashboard divides by exist from the start, at 0, in every replica.
         for method in TASK_METHODS {
             for outcome in [OK, "task_not_found"] {
-                metrics
-                    .task_requests
-                    .get_or_create(&TaskRequestLabels { method, outcome });
+                let labels = TaskRequestLabels { method, outcome };
+                drop(metrics.task_requests.get_or_create(&labels));
             }
         }
         let registry = registry.sub_registry_with_prefix("mcp_frontend");
@@ -159,6 +158,8 @@ pub fn call_outcome(answer: &Result<CallToolResponse, Error>) -> &'static str {
         Ok(CallToolResponse::InputRequired(_)) => "input_required",
         Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "tool_error",
         Ok(CallToolResponse::Complete(_)) => "completed",
+        // The enum is non-exhaustive; we answer with none of its other kinds.
+        Ok(_) => "other",
         Err(error) => error.category(),
     }
 }

@@ -2,11 +2,14 @@
 //! on the real cluster: the front end counts `tasks/get` answers by outcome (a -32602 "not
 //! found" counts exactly once) and `tools/call` by tool and outcome; the operator counts failed
 //! tasks by reason (its own reasons apart from a tool's own error), observes how long work ran
-//! after a cancel request, and reports stored tasks by status.
+//! after a cancel request, and reports stored tasks by status (falling to zero when they are
+//! gone).
 
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_crds::TaskStatus;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::mcp_client::McpClient;
 use mcp_task_operator_tests::operator::{
@@ -61,7 +64,11 @@ async fn the_front_end_counts_tasks_get_by_outcome_and_tool_calls_by_tool() {
         let reply = mcp.get_task(&id).await;
         assert_eq!(reply.error_code(), None, "{}", reply.body);
         assert_eq!(frontend.counter(GET_OK).await, 1);
-        assert_eq!(frontend.counter(NOT_FOUND).await, 1, "a found task is not counted missing");
+        assert_eq!(
+            frontend.counter(NOT_FOUND).await,
+            1,
+            "a found task is not counted missing"
+        );
 
         // A name the catalog does not have is labelled `other`, never with the client's string.
         let reply = mcp.call_tool("no_such_tool_xyz", json!({})).await;
@@ -72,7 +79,8 @@ async fn the_front_end_counts_tasks_get_by_outcome_and_tool_calls_by_tool() {
 
         let reply = mcp.cancel_task(&unknown).await;
         assert_eq!(reply.error_code(), Some(-32602), "{}", reply.body);
-        let cancel = r#"mcp_frontend_task_requests_total{method="tasks/cancel",outcome="task_not_found"}"#;
+        let cancel =
+            r#"mcp_frontend_task_requests_total{method="tasks/cancel",outcome="task_not_found"}"#;
         assert_eq!(frontend.counter(cancel).await, 1);
     })
     .await;
@@ -151,6 +159,25 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
                 break;
             }
             assert!(started.elapsed() < WAIT, "tasks by status never became {expected:?}:\n{text}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+
+        // With every task gone, every status falls to zero (not left at its last count).
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        tasks
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await
+            .expect("delete the tasks");
+        let started = Instant::now();
+        loop {
+            let text = operator_metrics(&operator).await;
+            let gone = tasks.list(&ListParams::default()).await.expect("list").items.is_empty();
+            if gone && text.contains(r#"mcp_operator_tasks{status="failed"} 0"#)
+                && text.contains(r#"mcp_operator_tasks{status="cancelled"} 0"#)
+            {
+                break;
+            }
+            assert!(started.elapsed() < WAIT, "tasks by status never fell to zero:\n{text}");
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     })

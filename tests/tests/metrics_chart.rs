@@ -20,7 +20,13 @@ const RULES_NS: &str = "mto";
 /// `helm template` of the chart in `ns` with `--set` values, as JSON documents.
 fn render(ns: &str, sets: &[&str]) -> Vec<Value> {
     let chart = chart_dir();
-    let mut args = vec!["template", "r", chart.to_str().expect("UTF-8 path"), "-n", ns];
+    let mut args = vec![
+        "template",
+        "r",
+        chart.to_str().expect("UTF-8 path"),
+        "-n",
+        ns,
+    ];
     for set in sets {
         args.extend(["--set", set]);
     }
@@ -48,18 +54,28 @@ const MONITORING_ON: &[&str] = &[
 
 /// promtool: `$MTO_PROMTOOL`, or built (once, then cached) by hack/build-promtool.sh.
 fn promtool() -> PathBuf {
-    if let Ok(path) = std::env::var("MTO_PROMTOOL") {
+    if let Ok(path) = std::env::var("MTO_PROMTOOL")
+        && !path.is_empty()
+    {
         return PathBuf::from(path);
     }
     let script = chart_dir().join("../../hack/build-promtool.sh");
-    let out = Command::new(&script).output().expect("run hack/build-promtool.sh");
+    let out = Command::new(&script)
+        .output()
+        .expect("run hack/build-promtool.sh");
     assert!(
         out.status.success(),
         "hack/build-promtool.sh failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().expect("the script prints promtool's path").trim())
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the script prints promtool's path")
+            .trim(),
+    )
 }
 
 fn run_ok(command: &mut Command) -> String {
@@ -108,7 +124,9 @@ fn alert_rules_pass_promtool_check_and_unit_tests() {
     // Every alert has a unit test that expects it to fire.
     for alert in &alerts {
         assert!(
-            tests_text.contains(&format!("alertname: {alert}\n        exp_alerts:\n          - ")),
+            tests_text.contains(&format!(
+                "alertname: {alert}\n        exp_alerts:\n          - "
+            )),
             "no promtool test where {alert} fires"
         );
         assert!(
@@ -119,12 +137,20 @@ fn alert_rules_pass_promtool_check_and_unit_tests() {
     let tests_file = dir.join("alerts_test.yaml");
     std::fs::write(&tests_file, &tests_text).expect("write alerts_test.yaml");
     let promtool = promtool();
-    let checked = run_ok(Command::new(&promtool).args(["check", "rules"]).arg(&rules_file));
+    let checked = run_ok(
+        Command::new(&promtool)
+            .args(["check", "rules"])
+            .arg(&rules_file),
+    );
     assert!(
         checked.contains(&format!("SUCCESS: {} rules found", alerts.len())),
         "{checked}"
     );
-    let tested = run_ok(Command::new(&promtool).args(["test", "rules"]).arg(&tests_file));
+    let tested = run_ok(
+        Command::new(&promtool)
+            .args(["test", "rules"])
+            .arg(&tests_file),
+    );
     assert!(tested.contains("SUCCESS"), "{tested}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -182,7 +208,11 @@ async fn dashboard_and_alerts_query_only_metrics_the_binaries_export() {
             .into_iter()
             .filter(|c| c["metadata"]["labels"]["grafana_dashboard"] == "1")
             .collect();
-        assert_eq!(maps.len(), 1, "one dashboard ConfigMap, labelled for Grafana");
+        assert_eq!(
+            maps.len(),
+            1,
+            "one dashboard ConfigMap, labelled for Grafana"
+        );
         let json = maps[0]["data"]["mcp-task-operator.json"]
             .as_str()
             .expect("the dashboard JSON");
