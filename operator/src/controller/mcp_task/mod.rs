@@ -90,15 +90,13 @@ pub async fn run(
 
 /// Every sweep interval, drops the in-memory state of tasks that no longer exist.
 async fn sweep(ctx: Arc<Context>, store: Store<DeserializeGuard<McpTask>>) {
-    // Before its first full list the store is empty though tasks exist: sweeping then would
-    // stop every follower. Once it is ready, an empty store means no tasks (a relist replaces
-    // the store's contents in one step), and the status gauge must fall to zero.
-    if store.wait_until_ready().await.is_err() {
-        return;
-    }
     let mut tick = tokio::time::interval(SWEEP_INTERVAL);
     loop {
         tick.tick().await;
+        // An empty store is still syncing: sweeping now would stop every follower.
+        if store.is_empty() {
+            continue;
+        }
         let tasks = store.state();
         let live: HashSet<String> = tasks.iter().filter_map(|t| t.uid()).collect();
         ctx.retain_tasks(|uid| live.contains(uid));
