@@ -22,7 +22,7 @@ use crate::auth::{Caller, Identity};
 use crate::authz::Authz;
 use crate::error::Error;
 use crate::state::{AppState, server_info, server_info_meta};
-use crate::{call, tasks};
+use crate::{call, metrics, tasks};
 
 /// Protocol versions served per request (`_meta` + `MCP-Protocol-Version`): 2026-07-28. This is
 /// the list `server/discover` names in `supportedVersions` and a -32022 names in
@@ -65,6 +65,23 @@ impl McpHandler {
         ServerConfig::new(capabilities)
             .with_server_info(server_info())
             .with_instructions(LEGACY_INSTRUCTIONS)
+    }
+
+    /// The `tool` label of a call to `name`: the name when the catalog has it, so the label
+    /// set is bounded by the catalog, not by what clients send.
+    fn tool_label(&self, name: &str) -> String {
+        match self.state.tools.snapshot().get(name) {
+            Some(_) => name.to_owned(),
+            None => crate::metrics::OTHER_TOOL.to_owned(),
+        }
+    }
+
+    /// Counts one answered `tasks/*` request by its outcome.
+    fn count_task_request<T>(&self, method: &'static str, answer: &Result<T, Error>) {
+        let outcome = answer
+            .as_ref()
+            .map_or_else(Error::category, |_| metrics::OK);
+        self.state.metrics.task_request(method, outcome);
     }
 }
 
@@ -209,7 +226,12 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(call::call_tool(&self.state, request, &context).await?)
+        let tool = self.tool_label(&request.name);
+        let answer = call::call_tool(&self.state, request, &context).await;
+        self.state
+            .metrics
+            .tool_call(&tool, metrics::call_outcome(&answer));
+        Ok(answer?)
     }
 
     async fn get_task(
@@ -217,8 +239,13 @@ impl ServerHandler for McpHandler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let caller = caller(&context)?;
-        Ok(tasks::get_task(&self.state, &caller, &request.task_id).await?)
+        let answer = async {
+            let caller = caller(&context)?;
+            tasks::get_task(&self.state, &caller, &request.task_id).await
+        }
+        .await;
+        self.count_task_request("tasks/get", &answer);
+        Ok(answer?)
     }
 
     async fn update_task(
@@ -226,14 +253,19 @@ impl ServerHandler for McpHandler {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = caller(&context)?;
-        Ok(tasks::update_task(
-            &self.state,
-            &caller,
-            &request.task_id,
-            request.input_responses,
-        )
-        .await?)
+        let answer = async {
+            let caller = caller(&context)?;
+            tasks::update_task(
+                &self.state,
+                &caller,
+                &request.task_id,
+                request.input_responses,
+            )
+            .await
+        }
+        .await;
+        self.count_task_request("tasks/update", &answer);
+        Ok(answer?)
     }
 
     async fn cancel_task(
@@ -241,8 +273,13 @@ impl ServerHandler for McpHandler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = caller(&context)?;
-        Ok(tasks::cancel_task(&self.state, &caller, &request.task_id).await?)
+        let answer = async {
+            let caller = caller(&context)?;
+            tasks::cancel_task(&self.state, &caller, &request.task_id).await
+        }
+        .await;
+        self.count_task_request("tasks/cancel", &answer);
+        Ok(answer?)
     }
 
     /// Requests rmcp could not parse into a known method. For `tasks/*` that means missing or

@@ -1,5 +1,7 @@
 //! Prometheus metrics of the front end: MCP requests by method and HTTP status, and their
-//! duration. Labels come from fixed lists, never from client-chosen strings.
+//! duration; `tasks/*` answers by outcome (a `tasks/get` for an unknown task is
+//! `task_not_found`, the -32602 answer); `tools/call` answers by tool and outcome. Labels come
+//! from fixed lists or the tool catalog, never from client-chosen strings.
 
 use std::time::Duration;
 
@@ -8,6 +10,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use rmcp::model::CallToolResponse;
+
+use crate::error::Error;
 
 /// JSON-RPC methods counted under their own name; anything else is `other`.
 const KNOWN_METHODS: &[&str] = &[
@@ -37,11 +42,41 @@ pub struct MethodLabels {
     pub method: &'static str,
 }
 
+/// Labels of one answered `tasks/*` request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TaskRequestLabels {
+    /// `tasks/get`, `tasks/update` or `tasks/cancel`.
+    pub method: &'static str,
+    /// `ok`, or the error's category ([`crate::error::Error::category`]).
+    pub outcome: &'static str,
+}
+
+/// Labels of one answered `tools/call`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolCallLabels {
+    /// The tool's name when the catalog has it, else `other`.
+    pub tool: String,
+    /// `task` (a task was created), `completed`, `tool_error` (`isError: true`),
+    /// `input_required`, or the error's category.
+    pub outcome: &'static str,
+}
+
+/// The `tasks/*` methods counted by outcome.
+pub const TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
+/// The outcome of a successful answer.
+pub const OK: &str = "ok";
+
+/// The tool label of a call to a tool the catalog does not have.
+pub const OTHER_TOOL: &str = "other";
+
 /// Every metric the front end exports.
 #[derive(Debug)]
 pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     duration: Family<MethodLabels, Histogram>,
+    task_requests: Family<TaskRequestLabels, Counter>,
+    tool_calls: Family<ToolCallLabels, Counter>,
 }
 
 impl Metrics {
@@ -52,7 +87,16 @@ impl Metrics {
             duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.001, 2.0, 16))
             }),
+            task_requests: Family::default(),
+            tool_calls: Family::default(),
         };
+        // The series a dashboard divides by exist from the start, at 0, in every replica.
+        for method in TASK_METHODS {
+            for outcome in [OK, "task_not_found"] {
+                let labels = TaskRequestLabels { method, outcome };
+                drop(metrics.task_requests.get_or_create(&labels));
+            }
+        }
         let registry = registry.sub_registry_with_prefix("mcp_frontend");
         registry.register(
             "requests",
@@ -64,7 +108,35 @@ impl Metrics {
             "Time to the first byte of an MCP answer, by JSON-RPC method",
             metrics.duration.clone(),
         );
+        registry.register(
+            "task_requests",
+            "tasks/get, tasks/update and tasks/cancel answers, by method and outcome (ok or an error category; task_not_found is the -32602 answer)",
+            metrics.task_requests.clone(),
+        );
+        registry.register(
+            "tool_calls",
+            "tools/call answers, by tool and outcome (task, completed, tool_error, input_required or an error category)",
+            metrics.tool_calls.clone(),
+        );
         metrics
+    }
+
+    /// Counts one answered `tasks/*` request of `method` (one of [`TASK_METHODS`]) by its
+    /// outcome: [`OK`] or an error category.
+    pub fn task_request(&self, method: &'static str, outcome: &'static str) {
+        self.task_requests
+            .get_or_create(&TaskRequestLabels { method, outcome })
+            .inc();
+    }
+
+    /// Counts one answered `tools/call` of `tool` (a catalog name, or [`OTHER_TOOL`]).
+    pub fn tool_call(&self, tool: &str, outcome: &'static str) {
+        self.tool_calls
+            .get_or_create(&ToolCallLabels {
+                tool: tool.to_owned(),
+                outcome,
+            })
+            .inc();
     }
 
     /// Records one answered request.
@@ -76,6 +148,19 @@ impl Metrics {
         self.duration
             .get_or_create(&MethodLabels { method })
             .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// The `outcome` label of a `tools/call` answer.
+pub fn call_outcome(answer: &Result<CallToolResponse, Error>) -> &'static str {
+    match answer {
+        Ok(CallToolResponse::Task(_)) => "task",
+        Ok(CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "tool_error",
+        Ok(CallToolResponse::Complete(_)) => "completed",
+        // The enum is non-exhaustive; we answer with none of its other kinds.
+        Ok(_) => "other",
+        Err(error) => error.category(),
     }
 }
 
@@ -95,5 +180,34 @@ mod tests {
         assert_eq!(method_label(Some("tasks/get")), "tasks/get");
         assert_eq!(method_label(Some("x/../../etc")), "other");
         assert_eq!(method_label(None), "other");
+    }
+
+    #[test]
+    fn task_outcomes_exist_at_zero_and_count_by_outcome() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        let render = |registry: &Registry| {
+            let mut out = String::new();
+            prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
+            out
+        };
+        let text = render(&registry);
+        for expected in [
+            r#"mcp_frontend_task_requests_total{method="tasks/get",outcome="ok"} 0"#,
+            r#"mcp_frontend_task_requests_total{method="tasks/get",outcome="task_not_found"} 0"#,
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+        metrics.task_request("tasks/get", "task_not_found");
+        metrics.tool_call("echo", "task");
+        metrics.tool_call(OTHER_TOOL, "unknown_tool");
+        let text = render(&registry);
+        for expected in [
+            r#"mcp_frontend_task_requests_total{method="tasks/get",outcome="task_not_found"} 1"#,
+            r#"mcp_frontend_tool_calls_total{tool="echo",outcome="task"} 1"#,
+            r#"mcp_frontend_tool_calls_total{tool="other",outcome="unknown_tool"} 1"#,
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
     }
 }

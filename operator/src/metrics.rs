@@ -1,6 +1,6 @@
 //! Prometheus metrics: reconcile runs, failures by category, reconcile duration, task status
-//! transitions, tasks by status, open log streams, status write latency, tool-output warnings
-//! and leadership.
+//! transitions, failed tasks by reason, time from a cancel request to the end of the work, tasks
+//! by status, open log streams, status write latency, tool-output warnings and leadership.
 //!
 //! Labels are fixed, low-cardinality strings (controller names, error categories, statuses),
 //! never object names or `Debug` output.
@@ -13,6 +13,21 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+/// The MCP task statuses the tasks-by-status gauge always exports.
+pub const TASK_STATUSES: [&str; 5] = [
+    "working",
+    "input_required",
+    "completed",
+    "failed",
+    "cancelled",
+];
+
+/// Buckets of the cancel-to-stop histogram, in seconds: a tool that stops on the cancel file
+/// takes about a second; one that ignores it runs to the grace period (30 s by default).
+const CANCEL_STOP_BUCKETS: [f64; 11] = [
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0, 300.0,
+];
 
 /// Labels naming a controller (`mcptask` or `mcptool`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -52,6 +67,8 @@ pub struct Metrics {
     duration: Family<ControllerLabels, Histogram>,
     transitions: Family<ReasonLabels, Counter>,
     tool_warnings: Family<ReasonLabels, Counter>,
+    task_failures: Family<ReasonLabels, Counter>,
+    cancel_stop: Histogram,
     tasks: Family<StatusLabels, Gauge>,
     log_streams: Gauge,
     status_writes: Histogram,
@@ -69,6 +86,8 @@ impl Metrics {
             }),
             transitions: Family::default(),
             tool_warnings: Family::default(),
+            task_failures: Family::default(),
+            cancel_stop: Histogram::new(CANCEL_STOP_BUCKETS.iter().copied()),
             tasks: Family::default(),
             log_streams: Gauge::default(),
             status_writes: Histogram::new(exponential_buckets(0.002, 2.0, 12)),
@@ -96,13 +115,23 @@ impl Metrics {
             metrics.transitions.clone(),
         );
         registry.register(
+            "task_failures",
+            "Tasks that ended failed, by reason (a FailureReason, or ToolError for the tool's own error)",
+            metrics.task_failures.clone(),
+        );
+        registry.register(
+            "cancel_stop_seconds",
+            "Time from a task's cancel request to its terminal status, that is until its work stopped",
+            metrics.cancel_stop.clone(),
+        );
+        registry.register(
             "tool_output_warnings",
             "Malformed or misplaced messages in tool output, by reason",
             metrics.tool_warnings.clone(),
         );
         registry.register(
             "tasks",
-            "McpTasks in the watched namespaces, by status (refreshed every sweep)",
+            "McpTasks in the watched namespaces, by status (from the task cache, every sweep)",
             metrics.tasks.clone(),
         );
         registry.register(
@@ -156,11 +185,28 @@ impl Metrics {
             .inc();
     }
 
-    /// Sets the number of tasks in each status; a status absent from `counts` is dropped.
+    /// Counts one task that ended `failed`, by its reason label (see
+    /// [`crate::controller::mcp_task::signals::failure_label`]).
+    pub fn task_failed(&self, reason: &'static str) {
+        self.task_failures
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Records how long a cancelled task's work went on after the cancel request.
+    pub fn cancel_stopped(&self, elapsed: Duration) {
+        self.cancel_stop.observe(elapsed.as_secs_f64());
+    }
+
+    /// Sets the number of tasks in each status. Every MCP status is exported, a status absent
+    /// from `counts` as 0, so a dashboard sees the series fall to zero instead of vanishing.
     pub fn set_tasks_by_status(&self, counts: &[(&'static str, i64)]) {
-        self.tasks.clear();
-        for (status, n) in counts {
-            self.tasks.get_or_create(&StatusLabels { status }).set(*n);
+        for status in TASK_STATUSES {
+            let n = counts
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n);
+            self.tasks.get_or_create(&StatusLabels { status }).set(n);
         }
     }
 
@@ -205,6 +251,8 @@ mod tests {
         metrics.set_tasks_by_status(&[("working", 2)]);
         metrics.set_log_streams(2);
         metrics.status_written(Duration::from_millis(7));
+        metrics.task_failed("ImagePullFailed");
+        metrics.cancel_stopped(Duration::from_millis(1500));
         let text = render(&registry).unwrap();
         for expected in [
             "mcp_operator_reconciliations_total{controller=\"mcptask\"} 1",
@@ -216,10 +264,15 @@ mod tests {
             "mcp_operator_tasks{status=\"working\"} 2",
             "mcp_operator_log_streams_open 2",
             "mcp_operator_status_write_duration_seconds_count 1",
+            "mcp_operator_task_failures_total{reason=\"ImagePullFailed\"} 1",
+            "mcp_operator_cancel_stop_seconds_bucket{le=\"1.0\"} 0",
+            "mcp_operator_cancel_stop_seconds_bucket{le=\"2.0\"} 1",
+            "mcp_operator_cancel_stop_seconds_count 1",
+            // A status no task has any more falls to zero instead of vanishing.
+            "mcp_operator_tasks{status=\"completed\"} 0",
+            "mcp_operator_tasks{status=\"cancelled\"} 0",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
-        // A status no task has any more is dropped, not left at its last count.
-        assert!(!text.contains("status=\"completed\""), "{text}");
     }
 }

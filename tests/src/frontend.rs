@@ -85,6 +85,16 @@ impl Frontend {
     /// The value of the counter line `series` (name and labels as `/metrics` prints them, e.g.
     /// `mcp_frontend_reviews_total{kind="token",outcome="granted"}`); 0 before it first counts.
     pub async fn counter(&self, series: &str) -> u64 {
+        let prefix = format!("{series} ");
+        self.metrics()
+            .await
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The whole `/metrics` text.
+    pub async fn metrics(&self) -> String {
         let url = self.url.replace("/mcp", "/metrics");
         let response = crate::mcp_client::http_client()
             .get(url.parse().expect("metrics url"))
@@ -94,11 +104,7 @@ impl Frontend {
             .await
             .expect("metrics body")
             .to_bytes();
-        let prefix = format!("{series} ");
-        String::from_utf8_lossy(&bytes)
-            .lines()
-            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
-            .unwrap_or(0)
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// The process ID of the child.

@@ -11,6 +11,7 @@ pub mod notify;
 pub mod observe;
 pub mod outcome;
 pub mod reconcile;
+pub mod signals;
 pub mod status;
 pub mod ttl;
 
@@ -88,7 +89,7 @@ pub async fn run(
     sweeper.abort();
 }
 
-/// Every minute, drops the in-memory state of tasks that no longer exist.
+/// Every sweep interval, drops the in-memory state of tasks that no longer exist.
 async fn sweep(ctx: Arc<Context>, store: Store<DeserializeGuard<McpTask>>) {
     let mut tick = tokio::time::interval(SWEEP_INTERVAL);
     loop {

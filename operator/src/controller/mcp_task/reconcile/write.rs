@@ -14,7 +14,8 @@ use super::super::apply;
 use super::super::follow::lock;
 use super::super::job_record;
 use super::super::observe::{FailureReason, controlled_by};
-use super::super::outcome::{self, Decision, Outcome};
+use super::super::outcome::{self, Decision, Outcome, cancel_requested_at};
+use super::super::signals;
 use super::super::status::{
     StatusContext, check_budget, next_status, refused_write, transition_event, write_delay,
 };
@@ -108,6 +109,7 @@ pub async fn step(
             ctx.record_write(uid, terminal);
             if let Some(event) = transition_event(current.map(|s| s.status), &outcome) {
                 ctx.metrics.transition(event.reason);
+                signals::record_end(&ctx.metrics, &outcome, cancel_requested_at(task), now);
                 ctx.publish(task, event.reason, event.note, event.warning)
                     .await;
             }
