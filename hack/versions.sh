@@ -20,3 +20,7 @@ POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.96.0.0/16
 BRIDGE=mto0
 IPT_COMMENT=mcp-task-operator
+# Jaeger v2 (the tracing tests' backend: OTLP receiver, in-memory store, query API), built by
+# hack/build-jaeger.sh from the Go module proxy.
+JAEGER_VERSION=${JAEGER_VERSION:-v1.76.0}
+JAEGER_BIN=${JAEGER_BIN:-$MTO_CACHE/jaeger-$JAEGER_VERSION/jaeger}

@@ -17,6 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tracing::Instrument;
 
 use crate::auth::{Caller, Identity};
 use crate::authz::Authz;
@@ -209,7 +210,14 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(call::call_tool(&self.state, request, &context).await?)
+        let (span, trace) = crate::trace::call_span(&context.meta);
+        let answer = call::call_tool(&self.state, request, &context, trace)
+            .instrument(span.clone())
+            .await;
+        if answer.is_err() {
+            span.record("otel.status_code", "error");
+        }
+        Ok(answer?)
     }
 
     async fn get_task(
