@@ -260,3 +260,72 @@ async fn the_front_end_sends_its_buffered_spans_when_it_stops() {
     })
     .await;
 }
+
+/// The chart's Deployments rendered with `sets`: each one's `name=value` env.
+fn rendered_env(sets: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
+    let chart = mcp_task_operator_tests::chart_dir();
+    let mut args = vec!["template", "mto", chart.to_str().expect("UTF-8 path")];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let out = mcp_task_operator_tests::helm(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|d| serde::Deserialize::deserialize(d).ok())
+        .filter(|d: &Value| d["kind"] == "Deployment")
+        .map(|d| {
+            d["spec"]["template"]["spec"]["containers"][0]["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some((
+                        e["name"].as_str()?.to_owned(),
+                        e["value"].as_str()?.to_owned(),
+                    ))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_chart_exports_traces_from_both_components_only_when_an_endpoint_is_set() {
+    let off = rendered_env(&[]);
+    assert_eq!(off.len(), 2);
+    assert!(
+        off.iter()
+            .all(|env| env.keys().all(|k| !k.starts_with("OTEL_"))),
+        "{off:?}"
+    );
+    let on = rendered_env(&[
+        "tracing.otlpEndpoint=http://collector.monitoring:4318",
+        "tracing.sampler=parentbased_traceidratio",
+        "tracing.samplerArg=0.25",
+    ]);
+    assert_eq!(on.len(), 2);
+    for env in on {
+        assert_eq!(
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"],
+            "http://collector.monitoring:4318"
+        );
+        assert_eq!(env["OTEL_TRACES_SAMPLER"], "parentbased_traceidratio");
+        assert_eq!(env["OTEL_TRACES_SAMPLER_ARG"], "0.25");
+    }
+    // The binaries send OTLP/HTTP without TLS: the schema refuses anything else.
+    let chart = mcp_task_operator_tests::chart_dir();
+    let https = mcp_task_operator_tests::helm(&[
+        "template",
+        "mto",
+        chart.to_str().expect("UTF-8 path"),
+        "--set",
+        "tracing.otlpEndpoint=https://collector:4318",
+    ]);
+    assert!(!https.status.success());
+    assert!(String::from_utf8_lossy(&https.stderr).contains("/tracing/otlpEndpoint"));
+}
