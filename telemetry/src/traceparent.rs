@@ -46,7 +46,7 @@ impl TraceParent {
         if version == 0xff {
             return None;
         }
-        let trace_id = u128::try_from(hex(&value[3..35])?).ok()?;
+        let trace_id = hex(&value[3..35])?;
         let span_id = u64::try_from(hex(&value[36..52])?).ok()?;
         let flags = hex(&value[53..55])?;
         Self::new(trace_id, span_id, flags & 1 == 1)

@@ -5,7 +5,7 @@
 //! operator's reconcile spans are its children, and the tool container gets `TRACEPARENT`
 //! naming that span.
 
-use kube::{Api, Client, ResourceExt};
+use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TRACEPARENT_ANNOTATION};
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::jaeger::{Jaeger, Span};
