@@ -104,6 +104,7 @@ integration: ## integration and end-to-end tests against the running local clust
 	cargo build --locked -p kubectl-mcp -p mcp-bridge
 	MTO_CLIENTS=$$(hack/clients.sh) MTO_SERVERS=$$(hack/mcp-servers.sh) \
 	MTO_PROMTOOL=$$(hack/build-promtool.sh | tail -n 1) \
+	MTO_JAEGER_BIN=$$(hack/build-jaeger.sh) \
 	MTO_BRIDGE_BIN=$(CARGO_TARGET_DIR)/debug/mcp-bridge \
 	MTO_CLI_BIN=$(CARGO_TARGET_DIR)/debug/kubectl-mcp \
 	MTO_FRONTEND_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-frontend \

@@ -23,3 +23,7 @@ IPT_COMMENT=mcp-task-operator
 # promtool (checks and unit-tests the chart's alert rules): Prometheus v3.16's Go module version.
 PROMETHEUS_MODULE_VERSION=${PROMETHEUS_MODULE_VERSION:-v0.316.0}
 PROMTOOL_BIN=${PROMTOOL_BIN:-$MTO_CACHE/promtool-$PROMETHEUS_MODULE_VERSION/promtool}
+# Jaeger v2 (the tracing tests' backend: OTLP receiver, in-memory store, query API), built by
+# hack/build-jaeger.sh from the Go module proxy.
+JAEGER_VERSION=${JAEGER_VERSION:-v1.76.0}
+JAEGER_BIN=${JAEGER_BIN:-$MTO_CACHE/jaeger-$JAEGER_VERSION/jaeger}

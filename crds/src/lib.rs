@@ -18,7 +18,9 @@ pub mod wire;
 
 pub use generate::crds;
 pub use mcp_server::{McpServer, McpServerSpec, McpServerStatus};
-pub use mcp_task::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTaskSpec, McpTaskStatus};
+pub use mcp_task::{
+    CANCEL_REQUESTED_ANNOTATION, McpTask, McpTaskSpec, McpTaskStatus, TRACEPARENT_ANNOTATION,
+};
 pub use mcp_tool::{McpTool, McpToolSpec, McpToolStatus, TaskSupport, ToolAnnotations};
 pub use start_input::{ElicitationMode, ElicitationParams, StartInput, StartInputMethod};
 pub use task_status::{TaskError, TaskStatus};

@@ -18,6 +18,11 @@ use crate::{
 
 /// Annotation that requests cancellation of a task; its value is an RFC 3339 time.
 pub const CANCEL_REQUESTED_ANNOTATION: &str = "mcptasks.io/cancel-requested";
+/// Annotation holding the task's W3C trace context (`traceparent`, 55 characters), written by
+/// the front end at create: its `tools/call` span, or the client's when spans are not exported.
+/// The operator's reconcile spans join that trace, and the tool container gets it as
+/// `TRACEPARENT`; both re-validate it first (anyone who may edit the task may edit it).
+pub const TRACEPARENT_ANNOTATION: &str = "mcptasks.io/traceparent";
 
 /// One MCP task: a call of an `McpTool` running as a Job. `metadata.name` is the task ID.
 // NB: clippy reads the repeated `type_ = "string"` of the printcolumns as duplicated attributes.

@@ -8,7 +8,10 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::budget::{MAX_SPEC_INPUT_BYTES, spec_input_bytes};
 use mcp_task_operator_crds::wire::input_request_allowed;
-use mcp_task_operator_crds::{McpTask, McpTaskSpec, TaskStatus, TaskSupport, task_id};
+use mcp_task_operator_crds::{
+    McpTask, McpTaskSpec, TRACEPARENT_ANNOTATION, TaskStatus, TaskSupport, task_id,
+};
+use mcp_task_operator_telemetry::TraceParent;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest,
@@ -35,10 +38,12 @@ const SYNC_MARGIN: Duration = Duration::from_secs(2);
 /// Serves one `tools/call`. The cheap refusals come first: the caller's rate, then whether RBAC
 /// lets the caller call the tool (a refusal reads as an unknown tool), then the checks of
 /// [`check_call_within`], then its active-task quota; nothing is stored unless all pass.
+/// `trace` is the trace context the task stores (see [`crate::trace::call_span`]).
 pub async fn call_tool(
     state: &AppState,
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    trace: Option<TraceParent>,
 ) -> Result<CallToolResponse> {
     let caller = caller(context)?;
     if let Some(limiter) = &state.call_limiter
@@ -64,6 +69,7 @@ pub async fn call_tool(
         declares_tasks(context),
         limits.max_argument_bytes,
     )?;
+    tracing::Span::current().record("gen_ai.tool.name", entry.name());
     let reservation = match &state.quota {
         Some(quota) => Some(quota.reserve(state.tasks.as_ref(), caller.as_str())?),
         None => None,
@@ -104,11 +110,13 @@ pub async fn call_tool(
         arguments,
         capabilities,
         start_input_responses,
+        trace,
     );
     check_spec_budget(
         &task.spec,
         "the call's inputs (arguments, inputResponses, capabilities)",
     )?;
+    tracing::Span::current().record("mcp.task.id", task.task_id());
     if as_task {
         return run_as_task(state, &entry, task, reservation, context).await;
     }
@@ -221,8 +229,9 @@ fn build_task(
     arguments: rmcp::model::JsonObject,
     client_capabilities: Option<serde_json::Map<String, Value>>,
     start_input_responses: Option<BTreeMap<String, Value>>,
+    trace: Option<TraceParent>,
 ) -> McpTask {
-    McpTask::new(
+    let mut task = McpTask::new(
         &task_id::generate(),
         McpTaskSpec {
             tool: entry.name().to_owned(),
@@ -234,7 +243,15 @@ fn build_task(
             start_input_responses,
             input_responses: None,
         },
-    )
+    );
+    if let Some(trace) = trace {
+        // Rendered from the parsed IDs: never the caller's text.
+        task.metadata.annotations = Some(BTreeMap::from([(
+            TRACEPARENT_ANNOTATION.to_owned(),
+            trace.to_string(),
+        )]));
+    }
+    task
 }
 
 /// What the start-input round decided.

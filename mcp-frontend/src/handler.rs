@@ -17,6 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tracing::Instrument;
 
 use crate::auth::{Caller, Identity};
 use crate::authz::Authz;
@@ -227,7 +228,13 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = self.tool_label(&request.name);
-        let answer = call::call_tool(&self.state, request, &context).await;
+        let (span, trace) = crate::trace::call_span(&context.meta);
+        let answer = call::call_tool(&self.state, request, &context, trace)
+            .instrument(span.clone())
+            .await;
+        if answer.is_err() {
+            span.record("otel.status_code", "error");
+        }
         self.state
             .metrics
             .tool_call(&tool, metrics::call_outcome(&answer));

@@ -49,6 +49,7 @@ pub mod store;
 pub mod tasks;
 pub mod token_review;
 pub mod tools;
+pub mod trace;
 pub mod unanswerable;
 pub mod wait;
 pub mod wire;

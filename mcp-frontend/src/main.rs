@@ -14,17 +14,15 @@ use mcp_task_operator_mcp_frontend::store::kube_tools::KubeToolCatalog;
 use mcp_task_operator_mcp_frontend::token_review::TokenReviewer;
 use mcp_task_operator_mcp_frontend::unanswerable;
 use mcp_task_operator_mcp_frontend::{AppState, Config, app};
-use std::io::IsTerminal;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
+/// `service.name` of the exported spans unless `OTEL_SERVICE_NAME` is set.
+const SERVICE_NAME: &str = "mcp-task-frontend";
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter())
-        // Colour codes only on a terminal: container logs stay plain text.
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    let telemetry = mcp_task_operator_telemetry::init(SERVICE_NAME, log_filter(), true)?;
     let config = Config::from_env()?;
     let client = kube::Client::try_default().await?;
     let health = Arc::new(ApiHealth::default());
@@ -85,15 +83,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             tracing::warn!(%error, "failed to set TCP_NODELAY");
         }
     });
-    axum::serve(listener, app(state))
+    let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("shutting down");
             // Ends listen streams (with their final result) and rmcp's open responses.
             shutdown.cancel();
         })
-        .await?;
-    Ok(())
+        .await;
+    // After the last request: its spans are among those sent.
+    telemetry.shutdown().await;
+    Ok(served?)
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

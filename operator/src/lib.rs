@@ -17,7 +17,6 @@ pub mod liveness;
 pub mod metrics;
 pub mod policy;
 pub mod state;
-pub mod telemetry;
 
 pub use error::{Error, Result};
 

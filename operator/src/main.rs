@@ -11,15 +11,29 @@ use mcp_task_operator::context::Context;
 use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
 use mcp_task_operator::liveness::Liveness;
 use mcp_task_operator::state::State;
-use mcp_task_operator::{deadline, http, leader, telemetry};
+use mcp_task_operator::{deadline, http, leader};
 use mcp_task_operator_crds::{McpTask, McpTool};
 use tokio::sync::watch;
+use tracing_subscriber::EnvFilter;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// `service.name` of the exported spans unless `OTEL_SERVICE_NAME` is set.
+const SERVICE_NAME: &str = "mcp-task-operator";
+
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    telemetry::init();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let telemetry = mcp_task_operator_telemetry::init(SERVICE_NAME, filter, false)?;
+    let result = run().await;
+    // NB: the exits on a lost Lease or missing CRDs skip this: a replica that lost the Lease
+    // stops at once rather than wait on a collector.
+    telemetry.shutdown().await;
+    result
+}
+
+/// Everything but tracing: probes, the CRD check, leader election, the controllers.
+async fn run() -> Result<(), BoxError> {
     let config = Arc::new(Config::from_env()?);
     let timing = leader::Timing::from_config(&config);
     let state = State::new(Liveness::new(

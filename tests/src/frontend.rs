@@ -30,8 +30,8 @@ pub struct Frontend {
 }
 
 impl Frontend {
-    /// Starts the front end for `ns` with `MCP_FRONTEND_*` settings `env` (unprefixed names; an
-    /// empty list means `AUTH_MODE=none`; authorization is off unless `env` sets
+    /// Starts the front end for `ns` with `MCP_FRONTEND_*` settings `env` (unprefixed names;
+    /// `OTEL_*` names are passed as they are; an empty list means `AUTH_MODE=none`; authorization is off unless `env` sets
     /// `AUTHORIZATION_MODE`) and waits until `/readyz` answers 200.
     pub async fn start(ns: &str, env: &[(&str, &str)]) -> Self {
         Self::start_with_kubeconfig(ns, env, None).await
@@ -67,7 +67,7 @@ impl Frontend {
                 .env("MCP_FRONTEND_ALLOW_UNAUTHENTICATED", "true");
         }
         for (name, value) in env {
-            command.env(format!("MCP_FRONTEND_{name}"), value);
+            command.env(env_name("MCP_FRONTEND_", name), value);
         }
         if let Some(kubeconfig) = kubeconfig {
             command.env("KUBECONFIG", kubeconfig);
@@ -117,6 +117,20 @@ impl Frontend {
         self.child.kill().await.expect("kill the front end");
     }
 
+    /// Stops the process with SIGTERM (graceful shutdown) and waits until it has exited.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.pid().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("front end still running {WAIT:?} after SIGTERM"))
+            .expect("wait for the front end")
+    }
+
     /// The process's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -152,6 +166,16 @@ impl Drop for Frontend {
         }
         let _ = self.child.start_kill();
         let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The variable for setting `name` of a binary whose settings are `prefix`ed: the standard
+/// `OTEL_*` variables keep their own names.
+pub fn env_name(prefix: &str, name: &str) -> String {
+    if name.starts_with("OTEL_") {
+        name.to_owned()
+    } else {
+        format!("{prefix}{name}")
     }
 }
 

@@ -218,6 +218,7 @@ pub mod conformance;
 pub mod faults;
 pub mod fixture_tools;
 pub mod frontend;
+pub mod jaeger;
 pub mod kwok;
 pub mod lag_proxy;
 pub mod mcp_client;

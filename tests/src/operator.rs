@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
-use crate::frontend::free_port;
+use crate::frontend::{env_name, free_port};
 
 /// How long a test waits for anything the operator and the cluster do.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -43,7 +43,8 @@ pub struct Operator {
 
 impl Operator {
     /// Starts an operator for `ns` that elects itself on the Lease `lease` in `ns`, with
-    /// `MCP_OPERATOR_*` settings `env` (unprefixed names), and waits until `/readyz` answers.
+    /// `MCP_OPERATOR_*` settings `env` (unprefixed names; `OTEL_*` names are passed as they
+    /// are), and waits until `/readyz` answers.
     pub async fn start(ns: &str, lease: &str, identity: &str, env: &[(&str, &str)]) -> Self {
         Self::start_with(ns, lease, identity, env, None).await
     }
@@ -80,7 +81,7 @@ impl Operator {
             .stderr(log_file)
             .kill_on_drop(true);
         for (name, value) in env {
-            command.env(format!("MCP_OPERATOR_{name}"), value);
+            command.env(env_name("MCP_OPERATOR_", name), value);
         }
         if let Some(path) = kubeconfig {
             command.env("KUBECONFIG", path);

@@ -153,3 +153,22 @@ maxUnavailable: {{ .maxUnavailable }}
 minAvailable: {{ .minAvailable }}
 {{- end }}
 {{- end }}
+
+{{/*
+OpenTelemetry env of both containers (values.yaml, tracing); empty while tracing is off. Each
+binary names its own service (mcp-task-operator, mcp-task-frontend).
+*/}}
+{{- define "mto.tracingEnv" -}}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .otlpEndpoint | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+{{- with .samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

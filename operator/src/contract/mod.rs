@@ -32,6 +32,9 @@ pub const ENV_START_INPUTS: &str = "MCP_START_INPUTS";
 /// Env var holding the client capabilities the creating `tools/call` declared (a JSON object,
 /// `{}` when none): which input request kinds the client can answer.
 pub const ENV_CLIENT_CAPABILITIES: &str = "MCP_CLIENT_CAPABILITIES";
+/// Env var holding the task's W3C trace context (`00-<trace id>-<span id>-<flags>`), when the
+/// task has one: the tool's own spans join the task's trace with it as their parent.
+pub const ENV_TRACEPARENT: &str = "TRACEPARENT";
 
 /// Mount path of the downward-API volume in the tool container.
 pub const MOUNT_PATH: &str = "/var/run/mcp";

@@ -13,15 +13,18 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
-use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool};
+use mcp_task_operator_crds::{
+    CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool, TRACEPARENT_ANNOTATION,
+};
+use mcp_task_operator_telemetry::TraceParent;
 
 use crate::config::Config;
 use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
     CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_CLIENT_CAPABILITIES, ENV_START_INPUTS, ENV_TASK_ID,
-    ENV_TOOL_ARGUMENTS, ENV_TOOL_NAME, EnvTooLarge, INPUT_RESPONSES_FILE, MOUNT_PATH,
-    POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME, VOLUME_NAME,
-    check_env_size, kubelet_literal,
+    ENV_TOOL_ARGUMENTS, ENV_TOOL_NAME, ENV_TRACEPARENT, EnvTooLarge, INPUT_RESPONSES_FILE,
+    MOUNT_PATH, POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME,
+    VOLUME_NAME, check_env_size, kubelet_literal,
 };
 
 /// Label on Jobs and pods naming the task they run.
@@ -140,6 +143,12 @@ pub fn cancel_annotation_value(task: &McpTask) -> String {
         .get(CANCEL_REQUESTED_ANNOTATION)
         .cloned()
         .unwrap_or_default()
+}
+
+/// The task's trace context: its `mcptasks.io/traceparent` annotation when that is a valid
+/// W3C `traceparent` (a malformed one is ignored).
+pub fn task_traceparent(task: &McpTask) -> Option<TraceParent> {
+    TraceParent::parse(task.annotations().get(TRACEPARENT_ANNOTATION)?)
 }
 
 /// The pod annotation value projected into the input-responses file: the answers as JSON.
@@ -299,6 +308,10 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
                 source,
             })?;
         env.push(var(ENV_START_INPUTS, answers)?);
+    }
+    // Rendered from the parsed IDs, so only the W3C format reaches the container.
+    if let Some(trace) = task_traceparent(task) {
+        env.push(var(ENV_TRACEPARENT, trace.to_string())?);
     }
     Ok(env)
 }

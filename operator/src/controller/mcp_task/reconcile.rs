@@ -27,9 +27,11 @@ use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_crds::mcp_tool::DEFAULT_CANCEL_GRACE_PERIOD_SECONDS;
-use tracing::instrument;
+use mcp_task_operator_telemetry::SPAN_TARGET;
+use tracing::Instrument;
 
 use super::apply;
+use super::build::task_traceparent;
 use super::follow::{FollowState, lock};
 use super::job_record;
 use super::observe::{Workload, select_pod, tool_container_finished};
@@ -48,13 +50,28 @@ const STALE_RETRY: Duration = Duration::from_millis(500);
 const START_POLL: Duration = Duration::from_secs(2);
 
 /// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
-/// for a change.
-#[instrument(skip(guard, ctx), fields(name = %guard.name_any(), namespace = guard.namespace()))]
+/// for a change. Its span joins the task's trace (the front end's `tools/call` span, from the
+/// `mcptasks.io/traceparent` annotation) when there is one.
 pub async fn reconcile(guard: Arc<DeserializeGuard<McpTask>>, ctx: Arc<Context>) -> Result<Action> {
-    reconcile_guarded(&guard, &ctx, CONTROLLER, |task| {
+    let span = tracing::info_span!(
+        target: SPAN_TARGET,
+        "reconcile",
+        name = %guard.name_any(),
+        namespace = guard.namespace(),
+        otel.status_code = tracing::field::Empty,
+    );
+    if let Some(parent) = guard.0.as_ref().ok().and_then(task_traceparent) {
+        mcp_task_operator_telemetry::set_parent(&span, &parent);
+    }
+    let result = reconcile_guarded(&guard, &ctx, CONTROLLER, |task| {
         reconcile_task(task, &ctx, Timestamp::now())
     })
-    .await
+    .instrument(span.clone())
+    .await;
+    if result.is_err() {
+        span.record("otel.status_code", "error");
+    }
+    result
 }
 
 /// Logs the error, counts it by category and retries after a jittered backoff.

@@ -419,3 +419,34 @@ fn a_tools_own_toleration_of_a_lost_node_is_kept() {
     let job = build_job(&task(), &tool, &config()).unwrap();
     assert_eq!(pod_spec(&job).tolerations.clone().unwrap(), [all]);
 }
+
+#[test]
+fn the_tool_container_gets_the_tasks_traceparent_only_when_it_is_valid_w3c() {
+    let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traceparent_env = |annotation: Option<&str>| {
+        let mut task = task();
+        if let Some(value) = annotation {
+            task.metadata.annotations = Some(BTreeMap::from([(
+                TRACEPARENT_ANNOTATION.to_owned(),
+                value.to_owned(),
+            )]));
+        }
+        let job = build_job(&task, &tool(), &config()).unwrap();
+        env_of(&pod_spec(&job).containers[0]).remove("TRACEPARENT")
+    };
+    assert_eq!(traceparent_env(Some(valid)).as_deref(), Some(valid));
+    assert_eq!(traceparent_env(None), None);
+    // Anyone who may edit the task may edit the annotation: nothing else reaches the container.
+    for malformed in [
+        "",
+        "$(SECRET)",
+        &valid.to_uppercase(),
+        &format!("{valid} $(SECRET)"),
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+    ] {
+        assert_eq!(traceparent_env(Some(malformed)), None, "{malformed:?}");
+    }
+    // A later version is passed on as version 00, flags reduced to sampled.
+    let later = valid.replacen("00", "01", 1).replace("-01", "-03");
+    assert_eq!(traceparent_env(Some(&later)).as_deref(), Some(valid));
+}
