@@ -112,10 +112,11 @@ integration: ## integration and end-to-end tests against the running local clust
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked --no-fail-fast -- --test-threads=4
 
 .PHONY: chaos
-chaos: ## fault suite on the running cluster: SIGKILLs, API server restart, kubelet stop, partition
+chaos: ## fault suite on the running cluster: SIGKILLs, API server restart, kubelet stop, partition, lost nodes (KWOK)
 	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
 	$(MAKE) chaos-run
+	$(MAKE) kwok-test
 
 # The fault suite with the images already imported (`make test` runs it bounded, with
 # MTO_CHAOS_SCALE=ci, after `integration` built them). Whatever the outcome, the components it
