@@ -139,6 +139,16 @@ async fn a_call_is_one_trace_from_the_clients_span_through_the_operator_to_the_t
                     && spans.iter().any(|s| s.service == "mcp-task-operator")
             })
             .await;
+        // The trace as Jaeger's query API gives it (shown with `--nocapture`).
+        for span in &spans {
+            eprintln!(
+                "trace {trace_id}: {} {} span {} parent {}",
+                span.service,
+                span.name,
+                span.span_id,
+                span.parent.as_deref().unwrap_or("-")
+            );
+        }
         let call = only(&spans, "mcp-task-frontend", "tools/call");
         assert_eq!(call.span_id, call_span);
         assert_eq!(
