@@ -356,6 +356,31 @@ pub async fn wait_task(
     .await
 }
 
+/// Polls the task (a get every 200 ms: no watch to expire over minutes on a busy cluster)
+/// until `check` holds, for up to `limit`.
+pub async fn poll_task(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    limit: Duration,
+    check: impl Fn(&McpTask) -> bool,
+) -> McpTask {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
+    let begun = Instant::now();
+    loop {
+        let task = tasks.get(name).await.expect("get task");
+        if check(&task) {
+            return task;
+        }
+        assert!(
+            begun.elapsed() < limit,
+            "not there in {limit:?}: {:?}",
+            task.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Waits until the task has `status`, or panics after [`WAIT`].
 pub async fn wait_status(client: &Client, ns: &str, name: &str, status: TaskStatus) -> McpTask {
     wait_task(client, ns, name, WAIT, move |t| {

@@ -18,7 +18,7 @@ use mcp_task_operator_tests::kwok::{
     RUN_FOR_ANNOTATION, SHARED_TYPE, ensure_fake_nodes, fake_pod_template, place_on_fake_node,
 };
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, create_task, create_tool, events_for, failure_reason, result_text,
+    Operator, WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
     status_message, tool, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
@@ -315,30 +315,6 @@ async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
         assert_eq!(result_text(&done), DEFAULT_RESULT_TEXT);
     })
     .await;
-}
-
-/// Polls the task (a get every 200 ms: no watch to expire over minutes) until `check` holds.
-async fn poll_task(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    limit: Duration,
-    check: impl Fn(&McpTask) -> bool,
-) -> McpTask {
-    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
-    let begun = Instant::now();
-    loop {
-        let task = tasks.get(name).await.expect("get task");
-        if check(&task) {
-            return task;
-        }
-        assert!(
-            begun.elapsed() < limit,
-            "not there in {limit:?}: {:?}",
-            task.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     Operator, WAIT, apply_example_tools, create_task, create_task_with, ensure_example_images,
-    events_for, failure_reason, result_text, status_message,
+    events_for, failure_reason, poll_task, result_text, status_message,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -121,38 +121,14 @@ async fn a_tool_longer_than_its_ttl_completes_and_its_result_stays_readable() {
     .await;
 }
 
-/// Polls the task (a get every 200 ms; a watch can expire on a busy cluster) until `check`
-/// holds, for up to [`WAIT`].
-async fn poll_task(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    check: impl Fn(&McpTask) -> bool,
-) -> McpTask {
-    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
-    let begun = Instant::now();
-    loop {
-        let task = tasks.get(name).await.expect("get task");
-        if check(&task) {
-            return task;
-        }
-        assert!(
-            begun.elapsed() < WAIT,
-            "not there in {WAIT:?}: {:?}",
-            task.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// Waits until the task has ended and returns it.
 async fn wait_terminal(client: &Client, ns: &str, name: &str) -> McpTask {
-    poll_task(client, ns, name, McpTask::is_terminal).await
+    poll_task(client, ns, name, WAIT, McpTask::is_terminal).await
 }
 
 /// Waits until the task's Job exists and its tool runs (the task says so), then returns it.
 async fn running_job(client: &Client, ns: &str, name: &str) -> Job {
-    poll_task(client, ns, name, |t| {
+    poll_task(client, ns, name, WAIT, |t| {
         // slow_compute says "<label>: <n> of <seconds> s" every second.
         status_message(t).contains(" of ")
     })
@@ -254,7 +230,7 @@ async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs
             .create(&PostParams::default(), &second)
             .await
             .expect("re-create the task");
-        let waiting = poll_task(&client, &ns, &name, |t| {
+        let waiting = poll_task(&client, &ns, &name, WAIT, |t| {
             status_message(t).contains("of an earlier task")
         })
         .await;
