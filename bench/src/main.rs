@@ -26,6 +26,7 @@ use kube::Client;
 
 use crate::config::Config;
 use crate::report::{Report, Section};
+use crate::sections::Bench;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -58,71 +59,35 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         preamble: machine(),
         sections: Vec::new(),
     };
-    if config.runs_section("get") {
-        let mut section = sections::get::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-get", |c, ns| async move {
-            sections::get::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
-    }
-    if config.runs_section("call") {
-        let mut section = sections::call::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-call", |c, ns| async move {
-            sections::call::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
-    }
-    if config.runs_section("life") {
-        let mut section = sections::life::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-life", |c, ns| async move {
-            sections::life::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
-    }
-    if config.runs_section("scale") {
-        let mut section = sections::scale::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-scale", |c, ns| async move {
-            sections::scale::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
-    }
-    if config.runs_section("e2e") {
-        let mut section = sections::e2e::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-e2e", |c, ns| async move {
-            sections::e2e::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
-    }
-    if config.runs_section("bridge") {
-        let mut section = sections::bridge::section();
-        let started = Instant::now();
-        let slot = &mut section;
-        let outcome = in_namespace("bench-bridge", |c, ns| async move {
-            sections::bridge::run(config, c, &ns, slot).await
-        })
-        .await;
-        finish(&mut section, outcome, started);
-        report.sections.push(section);
+    // The sections of `make bench`, in the order they run.
+    for name in ["get", "call", "life", "scale", "e2e", "bridge"] {
+        if !config.runs_section(name) {
+            continue;
+        }
+        report.sections.push(match name {
+            "get" => measure(config, name, sections::get::section(), sections::get::run).await,
+            "call" => measure(config, name, sections::call::section(), sections::call::run).await,
+            "life" => measure(config, name, sections::life::section(), sections::life::run).await,
+            "scale" => {
+                measure(
+                    config,
+                    name,
+                    sections::scale::section(),
+                    sections::scale::run,
+                )
+                .await
+            }
+            "e2e" => measure(config, name, sections::e2e::section(), sections::e2e::run).await,
+            _ => {
+                measure(
+                    config,
+                    name,
+                    sections::bridge::section(),
+                    sections::bridge::run,
+                )
+                .await
+            }
+        });
     }
     if config.runs_section("fleet") {
         let mut section = sections::fleet::section();
@@ -156,6 +121,31 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         .map_err(|e| format!("cannot write {}: {e}", config.out))?;
     eprintln!("results written to {}", config.out);
     Ok(())
+}
+
+/// Runs one section in a fresh namespace `bench-<name>-<random>` with the CRDs installed, and
+/// notes its failure, if any, and its time.
+async fn measure<F>(config: &Config, name: &str, mut section: Section, body: F) -> Section
+where
+    F: AsyncFnOnce(Bench<'_>, &mut Section) -> Result<(), String>,
+{
+    let started = Instant::now();
+    let slot = &mut section;
+    let outcome = in_namespace(&format!("bench-{name}"), |client, ns| async move {
+        mcp_task_operator_tests::ensure_crds(&client).await;
+        body(
+            Bench {
+                config,
+                client,
+                ns: &ns,
+            },
+            slot,
+        )
+        .await
+    })
+    .await;
+    finish(&mut section, outcome, started);
+    section
 }
 
 /// Runs `body` in a fresh namespace `<prefix>-<random>` (deleted afterwards); a failure or a

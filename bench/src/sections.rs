@@ -9,3 +9,18 @@ pub mod fleet;
 pub mod get;
 pub mod life;
 pub mod scale;
+
+use kube::Client;
+
+use crate::config::Config;
+
+/// What a section runs with: the harness settings, a client, and a fresh namespace of its own
+/// (deleted afterwards) in which the CRDs are installed.
+pub struct Bench<'a> {
+    /// The harness settings.
+    pub config: &'a Config,
+    /// A client of the local cluster.
+    pub client: Client,
+    /// The section's namespace.
+    pub ns: &'a str,
+}

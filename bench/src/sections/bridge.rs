@@ -20,9 +20,9 @@ use mcp_task_operator_tests::operator::{
 };
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::phases::PhaseRecorder;
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::stats::{ms, quantile};
 
 /// The three kinds of call, in the order of a round (rotated every round).
@@ -69,12 +69,8 @@ struct Call {
 }
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     let tool_bin = config
         .rust_tool_bin
         .as_deref()

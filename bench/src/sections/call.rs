@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use kube::Api;
 use kube::api::PostParams;
-use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_tests::fixture_tools::mark_tools_ready;
 use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
@@ -13,21 +13,16 @@ use mcp_task_operator_tests::operator::{create_tool, shell_tool};
 use serde_json::json;
 
 use crate::cluster::{ANONYMOUS, task_manifest};
-use crate::config::Config;
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::stats::{ms, quantile, ratio};
 
 /// The tool the calls name; no operator runs, so its tasks never start.
 const TOOL: &str = "bench-call";
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
-    mcp_task_operator_tests::ensure_crds(&client).await;
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     create_tool(&client, ns, &shell_tool(TOOL, "true", json!({}))).await;
     mark_tools_ready(&client, ns).await;
     let frontend = Frontend::start(ns, UNLIMITED).await;

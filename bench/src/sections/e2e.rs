@@ -16,9 +16,9 @@ use mcp_task_operator_tests::operator::{
 };
 use serde_json::json;
 
-use crate::config::Config;
 use crate::phases::PhaseRecorder;
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::stats::{median_worst, ms, ratio};
 
 /// The tool's whole work: one result line.
@@ -41,13 +41,8 @@ struct Timeline {
 }
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
-    mcp_task_operator_tests::ensure_crds(&client).await;
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     let _operator = Operator::start_leader(ns).await;
     let frontend = Frontend::start(ns, UNLIMITED).await;
     create_tool(&client, ns, &shell_tool(TOOL, SCRIPT, json!({}))).await;

@@ -2,27 +2,21 @@
 //! bare axum handler returning the same bytes and a plain rmcp server with its own
 //! `TaskManager`, at each connection count.
 
-use kube::Client;
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::mcp_client::Mcp;
 use serde_json::json;
 
 use crate::cluster::create_completed_task;
-use crate::config::Config;
 use crate::load::{self, LoadResult};
 use crate::mcp::{addr_of, tasks_get};
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::servers::{RMCP_TOOL, ServerProcess};
 use crate::stats::{ms, ratio};
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
-    mcp_task_operator_tests::ensure_crds(&client).await;
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     let api: kube::Api<mcp_task_operator_crds::McpTask> = kube::Api::namespaced(client.clone(), ns);
     let id = create_completed_task(&api, "bench").await?;
     let frontend = Frontend::start(ns, &[]).await;

@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::config::Config;
 use crate::phases::PhaseRecorder;
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::stats::{median_worst, ms};
 
 /// Tasks started at once.
@@ -37,12 +38,8 @@ struct Samples {
 }
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     let binary = config
         .rust_tool_bin
         .as_deref()

@@ -16,10 +16,10 @@ use crate::cluster::{
     BENCH_FIELD_MANAGER, apiserver_requests, create_completed_tasks, resident_mib, sum_counter,
     task_writers,
 };
-use crate::config::Config;
 use crate::load;
 use crate::mcp::{addr_of, tasks_get};
 use crate::report::Section;
+use crate::sections::Bench;
 use crate::stats::ms;
 
 /// Connections of the tasks/get load at each level.
@@ -34,13 +34,8 @@ const CONTROL_MISSES: usize = 50;
 const TASK_GETS: [(&str, &str); 2] = [("resource", "mcptasks"), ("verb", "GET")];
 
 /// Runs the section in namespace `ns`.
-pub async fn run(
-    config: &Config,
-    client: Client,
-    ns: &str,
-    section: &mut Section,
-) -> Result<(), String> {
-    mcp_task_operator_tests::ensure_crds(&client).await;
+pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    let Bench { config, client, ns } = bench;
     let mut operator = start_operator(ns, 0).await;
     let frontend = Frontend::start(ns, &[]).await;
     let addr = addr_of(&frontend.url)?;
