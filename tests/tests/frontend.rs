@@ -22,12 +22,21 @@ async fn start(ns: &str) -> (Frontend, Mcp) {
     (frontend, mcp)
 }
 
-#[tokio::test]
-async fn task_moves_from_working_to_completed_with_the_result_inlined() {
+/// Runs `body` in a fresh namespace with the fixture tools served (the test's status writer
+/// standing in for the operator) and a front end for it, given the client, the namespace and
+/// an MCP client of that front end.
+async fn with_fixtures(body: impl AsyncFnOnce(kube::Client, String, Mcp)) {
     with_temp_ns("frontend", |client, ns| async move {
         let _writer = serve_fixtures(&client, &ns).await;
         let (_frontend, mcp) = start(&ns).await;
+        body(client, ns, mcp).await;
+    })
+    .await;
+}
 
+#[tokio::test]
+async fn task_moves_from_working_to_completed_with_the_result_inlined() {
+    with_fixtures(async |_, _, mcp| {
         let reply = mcp
             .call_tool("slow_compute", json!({ "seconds": 1, "label": "one" }))
             .await;
@@ -62,10 +71,7 @@ async fn task_moves_from_working_to_completed_with_the_result_inlined() {
 
 #[tokio::test]
 async fn protocol_error_fails_the_task_and_tool_error_completes_it() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
-
+    with_fixtures(async |_, _, mcp| {
         let failing = mcp.start_task("protocol_error_job", json!({})).await;
         let tool_error = mcp.start_task("failing_job", json!({})).await;
 
@@ -84,9 +90,7 @@ async fn protocol_error_fails_the_task_and_tool_error_completes_it() {
 
 #[tokio::test]
 async fn cancel_sets_the_annotation_once_and_acks_every_time() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
+    with_fixtures(async |client, ns, mcp| {
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
 
         let id = mcp
@@ -124,10 +128,7 @@ async fn cancel_sets_the_annotation_once_and_acks_every_time() {
 
 #[tokio::test]
 async fn input_required_round_trip_with_tasks_update() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
-
+    with_fixtures(async |client, ns, mcp| {
         let id = mcp
             .start_task("confirm_delete", json!({ "filename": "a.txt" }))
             .await;
@@ -283,9 +284,7 @@ async fn a_foreign_owner_gets_the_same_error_as_for_an_unknown_task() {
 
 #[tokio::test]
 async fn non_declaring_clients_get_32021_for_task_only_tools_and_task_methods() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
+    with_fixtures(async |_, _, mcp| {
         let id = mcp
             .start_task("slow_compute", json!({ "seconds": 3600 }))
             .await;
@@ -318,9 +317,7 @@ async fn non_declaring_clients_get_32021_for_task_only_tools_and_task_methods() 
 
 #[tokio::test]
 async fn mcp_name_mismatch_is_32020_with_http_400() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
+    with_fixtures(async |_, _, mcp| {
         let id = mcp
             .start_task("slow_compute", json!({ "seconds": 3600 }))
             .await;
@@ -361,9 +358,7 @@ async fn mcp_name_mismatch_is_32020_with_http_400() {
 
 #[tokio::test]
 async fn listen_streams_the_full_task_state_tagged_with_the_subscription_id() {
-    with_temp_ns("frontend", |client, ns| async move {
-        let _writer = serve_fixtures(&client, &ns).await;
-        let (_frontend, mcp) = start(&ns).await;
+    with_fixtures(async |_, _, mcp| {
         let id = mcp
             .start_task("confirm_delete", json!({ "filename": "b.txt" }))
             .await;
