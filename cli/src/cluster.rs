@@ -10,16 +10,14 @@ use k8s_openapi::api::core::v1::{Event, Pod, Service, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_crds::mcp_tool::TOOL_CONTAINER_NAME;
+use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask};
 use serde_json::Value;
 
 use crate::Error;
 
 /// Label the chart gives the front end's Service.
 const FRONTEND_SELECTOR: &str = "app.kubernetes.io/component=mcp-frontend";
-/// Label the Job controller gives a Job's pods.
-const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 /// Widest status message shown in the task table.
 const MESSAGE_WIDTH: usize = 48;
 

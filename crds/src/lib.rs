@@ -29,3 +29,6 @@ pub use task_status::{TaskError, TaskStatus};
 pub const GROUP: &str = "mcptasks.io";
 /// API version of every custom resource in this crate.
 pub const VERSION: &str = "v1alpha1";
+/// Label the Kubernetes Job controller puts on every pod of a Job (its value: the Job's name,
+/// which for a task's Job is the task's name). The operator and the CLI find a task's pods by it.
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";

@@ -277,6 +277,16 @@ pub(crate) fn default_cancel_grace_period_seconds() -> i64 {
     DEFAULT_CANCEL_GRACE_PERIOD_SECONDS
 }
 
+/// Index of the container that runs the tool among a pod template's (or pod's) containers:
+/// the only one, or the one named [`TOOL_CONTAINER_NAME`]. The one rule the operator, the CLI
+/// and the schema's checks share (`docs/tool-contract.md`).
+pub fn tool_container_index(containers: &[Container]) -> Option<usize> {
+    match containers {
+        [_] => Some(0),
+        many => many.iter().position(|c| c.name == TOOL_CONTAINER_NAME),
+    }
+}
+
 impl McpTool {
     /// The tool's MCP name: `spec.name`, or `metadata.name` when unset.
     pub fn mcp_name(&self) -> String {
@@ -289,10 +299,7 @@ impl McpTool {
     /// which is named `tool` (the schema refuses such objects; old objects may still hold them).
     pub fn tool_container(&self) -> Option<&Container> {
         let containers = &self.spec.template.spec.as_ref()?.containers;
-        match containers.as_slice() {
-            [only] => Some(only),
-            many => many.iter().find(|c| c.name == TOOL_CONTAINER_NAME),
-        }
+        containers.get(tool_container_index(containers)?)
     }
 
     /// The TTL given to new tasks of this tool, as the wire's `ttlMs`: `None` is unlimited.

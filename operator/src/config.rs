@@ -180,7 +180,7 @@ impl Config {
             },
             lease_name: var("LEASE_NAME")
                 .1
-                .unwrap_or_else(|| "mcp-task-operator".to_owned()),
+                .unwrap_or_else(|| crate::NAME.to_owned()),
             lease_namespace,
             lease_duration,
             lease_renew_deadline,

@@ -13,10 +13,11 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use mcp_task_operator_crds::{McpTask, McpTool};
 
+use crate::FIELD_MANAGER;
 use crate::config::Config;
-use crate::controller::FIELD_MANAGER;
-use crate::controller::mcp_task::follow::{Followers, lock};
+use crate::controller::mcp_task::follow::Followers;
 use crate::liveness::Liveness;
+use crate::lock;
 use crate::metrics::Metrics;
 
 /// A reference to an McpTask as the McpTask controller watches it (through a guard that turns

@@ -38,15 +38,6 @@ pub enum Error {
         /// The missing field.
         field: &'static str,
     },
-    /// A value could not be serialized to JSON.
-    #[error("failed to serialize {what}")]
-    Serialize {
-        /// What was being serialized.
-        what: &'static str,
-        /// The serializer's error.
-        #[source]
-        source: serde_json::Error,
-    },
 }
 
 impl Error {
@@ -56,7 +47,6 @@ impl Error {
             Self::BuildJob { .. } => "build_job",
             Self::Kube { op, .. } => op.category(),
             Self::MissingField { .. } => "missing_field",
-            Self::Serialize { .. } => "serialize",
         }
     }
 
@@ -93,8 +83,6 @@ pub enum KubeOp {
     Delete,
     /// Read a pod's logs.
     ReadLogs,
-    /// Publish an Event.
-    PublishEvent,
 }
 
 impl KubeOp {
@@ -107,7 +95,6 @@ impl KubeOp {
             Self::Patch => "kube_patch",
             Self::Delete => "kube_delete",
             Self::ReadLogs => "kube_logs",
-            Self::PublishEvent => "kube_event",
         }
     }
 }
@@ -122,7 +109,6 @@ impl std::fmt::Display for KubeOp {
             Self::Patch => "patch",
             Self::Delete => "delete",
             Self::ReadLogs => "read the logs of",
-            Self::PublishEvent => "publish an Event about",
         })
     }
 }
@@ -148,12 +134,6 @@ mod tests {
         };
         assert_eq!(err.to_string(), "failed to build the Job of task t");
         assert_eq!(err.category(), "build_job");
-        let source = serde_json::from_str::<u8>("x").unwrap_err();
-        let err = Error::Serialize {
-            what: "arguments",
-            source,
-        };
-        assert_eq!(err.category(), "serialize");
     }
 
     #[test]

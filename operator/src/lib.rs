@@ -14,11 +14,20 @@ pub mod error;
 pub mod http;
 pub mod leader;
 pub mod liveness;
+pub mod lock;
 pub mod metrics;
 pub mod policy;
 pub mod state;
 
 pub use error::{Error, Result};
+pub use lock::lock;
+
+/// The operator's name, defined once: the field manager of its server-side applies, the value
+/// of `app.kubernetes.io/managed-by` on what it makes, its default Lease and its service name
+/// in traces.
+pub const NAME: &str = "mcp-task-operator";
+/// Field manager of every server-side apply the operator makes.
+pub const FIELD_MANAGER: &str = NAME;
 
 #[cfg(test)]
 mod fixtures;

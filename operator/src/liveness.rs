@@ -6,9 +6,10 @@
 //! or renew the Lease at least every retry period, each attempt bounded). An idle operator, with
 //! nothing to reconcile, stays healthy: only work that started and did not end counts.
 
+use crate::lock;
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Default [`Liveness::reconcile_limit`]: 120 s.
@@ -108,10 +109,6 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         lock(&self.liveness.running).remove(&self.id);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tracing_subscriber::EnvFilter;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `service.name` of the exported spans unless `OTEL_SERVICE_NAME` is set.
-const SERVICE_NAME: &str = "mcp-task-operator";
+const SERVICE_NAME: &str = mcp_task_operator::NAME;
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {

@@ -40,7 +40,9 @@ pub const ENV_TRACEPARENT: &str = "TRACEPARENT";
 pub const MOUNT_PATH: &str = "/var/run/mcp";
 /// Name of the downward-API volume in the pod.
 pub const VOLUME_NAME: &str = "mcp-task";
-/// File (under [`MOUNT_PATH`]) that is empty until cancel, then holds the RFC 3339 request time.
+/// File (under [`MOUNT_PATH`]) that is empty until cancel, then holds the RFC 3339 request time:
+/// the projection of the pod's copy of the task's cancel annotation
+/// ([`mcp_task_operator_crds::CANCEL_REQUESTED_ANNOTATION`]), which the operator sets on the live pod.
 pub const CANCEL_FILE: &str = "cancel-requested";
 /// File (under [`MOUNT_PATH`]) holding the client's answers as a JSON object (`{}` until then).
 pub const INPUT_RESPONSES_FILE: &str = "input-responses";
@@ -49,8 +51,6 @@ pub const INPUT_RESPONSES_FILE: &str = "input-responses";
 /// `messageNonce: true` only: a contract message must carry `"nonce": "<its content>"`.
 pub const MESSAGE_NONCE_FILE: &str = "message-nonce";
 
-/// Pod annotation projected into [`CANCEL_FILE`]; the operator sets it on the live pod.
-pub const POD_CANCEL_ANNOTATION: &str = "mcptasks.io/cancel-requested";
 /// Pod annotation projected into [`INPUT_RESPONSES_FILE`]; the operator keeps it in step.
 pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";
 /// Pod template annotation of a task's Job projected into [`MESSAGE_NONCE_FILE`]; the Job is
@@ -58,9 +58,6 @@ pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";
 pub const POD_MESSAGE_NONCE_ANNOTATION: &str = "mcptasks.io/message-nonce";
 /// Initial value of [`POD_INPUT_RESPONSES_ANNOTATION`]: no answers yet.
 pub const EMPTY_INPUT_RESPONSES: &str = "{}";
-
-/// Name of the tool container when the template has more than one container.
-pub const TOOL_CONTAINER_NAME: &str = "tool";
 
 /// Longest stdout line kept, in bytes; longer lines are cut and reported.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
+use kube::core::Resource;
 use kube::runtime::controller::Action;
 use rand::Rng;
+use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -16,8 +18,11 @@ pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
 
-/// Field manager of every server-side apply the operator makes.
-pub const FIELD_MANAGER: &str = "mcp-task-operator";
+/// The server-side apply body that sets the status of a `K` (its apiVersion and kind from the
+/// type, never written out by hand).
+pub fn status_patch<K: Resource<DynamicType = ()>>(status: &impl serde::Serialize) -> Value {
+    json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status})
+}
 
 /// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An
 /// object the operator cannot even parse gets a Warning Event and waits for a change. The run

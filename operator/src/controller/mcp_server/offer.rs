@@ -106,8 +106,8 @@ pub fn offer(
         }
         let object_name = tool_object_name(&server.name_any(), name);
         let made = json!({
-            "apiVersion": "mcptasks.io/v1alpha1",
-            "kind": "McpTool",
+            "apiVersion": McpTool::api_version(&()),
+            "kind": McpTool::kind(&()),
             "metadata": {
                 "name": object_name,
                 "namespace": server.namespace(),

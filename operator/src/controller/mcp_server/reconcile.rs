@@ -20,13 +20,14 @@ use kube::{Resource, ResourceExt};
 use mcp_task_operator_crds::mcp_server::{Discovery, McpServerStatus};
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use mcp_task_operator_crds::{McpServer, McpTool};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::instrument;
 
 use super::bridged::{Mode, bridged};
 use super::offer::{SERVER_LABEL, offer};
+use crate::FIELD_MANAGER;
 use crate::context::Context;
-use crate::controller::{FIELD_MANAGER, reconcile_guarded, retry_after_error};
+use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, KubeOp, Result};
 use crate::policy::check_job;
 
@@ -218,7 +219,11 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
 /// The discovery Job's outcome, from its pod's tool container and log.
 async fn discovery_result(ctx: &Context, namespace: &str, job: &Job) -> Result<Found> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let selector = format!("batch.kubernetes.io/job-name={}", job.name_any());
+    let selector = format!(
+        "{}={}",
+        mcp_task_operator_crds::JOB_NAME_LABEL,
+        job.name_any()
+    );
     let listed = pods
         .list(&ListParams::default().labels(&selector))
         .await
@@ -420,8 +425,7 @@ async fn write_status(server: &McpServer, ctx: &Context, status: McpServerStatus
     let name = server.name_any();
     let api: Api<McpServer> =
         Api::namespaced(ctx.client.clone(), &server.namespace().unwrap_or_default());
-    let patch =
-        json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer", "status": status});
+    let patch = crate::controller::status_patch::<McpServer>(&status);
     api.patch_status(
         &name,
         &PatchParams::apply(FIELD_MANAGER).force(),

@@ -9,17 +9,16 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
-use mcp_task_operator_crds::{McpTask, McpTaskStatus, McpTool};
+use mcp_task_operator_crds::{
+    CANCEL_REQUESTED_ANNOTATION, JOB_NAME_LABEL, McpTask, McpTaskStatus, McpTool,
+};
 use serde_json::json;
 
 use super::build::{cancel_annotation_value, input_responses_annotation_value};
 use super::observe::controlled_by;
-use crate::contract::{POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION};
-use crate::controller::FIELD_MANAGER;
+use crate::FIELD_MANAGER;
+use crate::contract::POD_INPUT_RESPONSES_ANNOTATION;
 use crate::error::{Error, KubeOp, Result};
-
-/// Label the Job controller puts on every pod of a Job.
-const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 
 /// The McpTool of `namespace` whose MCP name is `mcp_name`, preferring a Ready one: from the
 /// McpTool controller's cache when it has one, else (a tool newer than the cache, or no cache
@@ -208,8 +207,8 @@ pub async fn sync_pod_annotations(client: &Client, task: &McpTask, pod: &Pod) ->
     };
     let current = pod.annotations();
     let cancel = cancel_annotation_value(task);
-    if current.get(POD_CANCEL_ANNOTATION) != Some(&cancel) {
-        patch(POD_CANCEL_ANNOTATION, &cancel)
+    if current.get(CANCEL_REQUESTED_ANNOTATION) != Some(&cancel) {
+        patch(CANCEL_REQUESTED_ANNOTATION, &cancel)
             .await
             .map_err(|e| Error::kube(KubeOp::Patch, "Pod", &name, e))?;
     }
@@ -332,11 +331,7 @@ pub async fn apply_status(client: &Client, task: &McpTask, status: &McpTaskStatu
     let name = task.name_any();
     let tasks: Api<McpTask> =
         Api::namespaced(client.clone(), &task.namespace().unwrap_or_default());
-    let patch = json!({
-        "apiVersion": "mcptasks.io/v1alpha1",
-        "kind": "McpTask",
-        "status": status,
-    });
+    let patch = crate::controller::status_patch::<McpTask>(status);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     tasks
         .patch_status(&name, &params, &Patch::Apply(&patch))

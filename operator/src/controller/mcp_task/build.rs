@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
+use mcp_task_operator_crds::mcp_tool::tool_container_index;
 use mcp_task_operator_crds::{
     CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool, TRACEPARENT_ANNOTATION,
 };
@@ -23,8 +24,7 @@ use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
     CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_CLIENT_CAPABILITIES, ENV_START_INPUTS, ENV_TASK_ID,
     ENV_TOOL_ARGUMENTS, ENV_TOOL_NAME, ENV_TRACEPARENT, EnvTooLarge, INPUT_RESPONSES_FILE,
-    MOUNT_PATH, POD_CANCEL_ANNOTATION, POD_INPUT_RESPONSES_ANNOTATION, TOOL_CONTAINER_NAME,
-    VOLUME_NAME, check_env_size, kubelet_literal,
+    MOUNT_PATH, POD_INPUT_RESPONSES_ANNOTATION, VOLUME_NAME, check_env_size, kubelet_literal,
 };
 
 /// Label on Jobs and pods naming the task they run.
@@ -32,7 +32,7 @@ pub const TASK_LABEL: &str = "mcptasks.io/task";
 /// Label on Jobs and pods naming the `McpTool` (object name) they run.
 pub const TOOL_LABEL: &str = "mcptasks.io/tool";
 /// Value of `app.kubernetes.io/managed-by` and `app.kubernetes.io/part-of`.
-pub const MANAGED_BY: &str = "mcp-task-operator";
+pub const MANAGED_BY: &str = crate::NAME;
 
 /// Why a Job could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -175,7 +175,7 @@ fn build_pod_template(
     meta.labels.get_or_insert_with(BTreeMap::new).extend(labels);
     meta.annotations.get_or_insert_with(BTreeMap::new).extend([
         (
-            POD_CANCEL_ANNOTATION.to_owned(),
+            CANCEL_REQUESTED_ANNOTATION.to_owned(),
             cancel_annotation_value(task),
         ),
         (
@@ -196,7 +196,7 @@ fn build_pod_template(
     volumes.retain(|v| v.name != VOLUME_NAME);
     volumes.push(contract_volume());
 
-    let index = tool_container_index(spec).ok_or_else(no_container)?;
+    let index = tool_container_index(&spec.containers).ok_or_else(no_container)?;
     let env = contract_env(task, tool)?;
     let container = &mut spec.containers[index];
     let container_env = container.env.get_or_insert_with(Vec::new);
@@ -242,17 +242,6 @@ fn add_node_lost_tolerations(spec: &mut PodSpec, after: std::time::Duration) {
             toleration_seconds: Some(seconds),
             value: None,
         });
-    }
-}
-
-/// Index of the tool container: the only container, or the one named `tool`.
-fn tool_container_index(spec: &PodSpec) -> Option<usize> {
-    match spec.containers.len() {
-        1 => Some(0),
-        _ => spec
-            .containers
-            .iter()
-            .position(|c| c.name == TOOL_CONTAINER_NAME),
     }
 }
 
@@ -329,7 +318,7 @@ fn contract_volume() -> Volume {
         name: VOLUME_NAME.to_owned(),
         downward_api: Some(DownwardAPIVolumeSource {
             items: Some(vec![
-                file(CANCEL_FILE, POD_CANCEL_ANNOTATION),
+                file(CANCEL_FILE, CANCEL_REQUESTED_ANNOTATION),
                 file(INPUT_RESPONSES_FILE, POD_INPUT_RESPONSES_ANNOTATION),
             ]),
             default_mode: None,

@@ -22,7 +22,7 @@
 //!   of the same pod in one process works the same way: what a client saw never goes back.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -33,6 +33,7 @@ use self::read::Reader;
 
 use super::observe::{FailureReason, Workload};
 use crate::contract::{Progress, ProgressWarning};
+use crate::lock;
 
 /// How soon the reconciler looks again while the follower is still reading what it needs.
 pub const LOGS_PENDING: Duration = Duration::from_millis(500);
@@ -317,13 +318,6 @@ impl Followers {
             old.task.abort();
         }
     }
-}
-
-/// Locks a mutex, recovering the data if a holder panicked (the state stays usable).
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 mod read;

@@ -72,7 +72,7 @@ pub async fn run(
                 .metadata
                 .labels
                 .as_ref()?
-                .get("batch.kubernetes.io/job-name")?
+                .get(mcp_task_operator_crds::JOB_NAME_LABEL)?
                 .clone();
             let namespace = pod.metadata.namespace.as_deref()?;
             Some(TaskRef::new(&task).within(namespace))

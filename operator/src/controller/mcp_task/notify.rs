@@ -11,9 +11,10 @@ use kube::runtime::events::{Event, EventType};
 use mcp_task_operator_crds::McpTask;
 use tokio::time::Instant;
 
-use super::follow::{News, Notify, lock};
+use super::follow::{News, Notify};
 use crate::context::{Context, TaskRef};
 use crate::contract::message::shorten;
+use crate::lock;
 
 /// Warning Events (and log lines) per task about its tool's output; later ones are counted only.
 /// Counted over the whole log: a follower that reads it again (after a failover, say) reports

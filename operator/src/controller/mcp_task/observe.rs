@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use crate::contract::TOOL_CONTAINER_NAME;
+use mcp_task_operator_crds::mcp_tool::{TOOL_CONTAINER_NAME, tool_container_index};
 
 mod reason;
 
@@ -151,10 +151,10 @@ pub fn earlier_task_job(job: &Job, task_name: &str, task_uid: &str) -> bool {
 
 /// Name of the tool container in a pod: the only container, or the one named `tool`.
 pub fn tool_container_name(pod: &Pod) -> &str {
-    match pod.spec.as_ref().map(|s| s.containers.as_slice()) {
-        Some([only]) => &only.name,
-        _ => TOOL_CONTAINER_NAME,
-    }
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers.get(tool_container_index(&s.containers)?))
+        .map_or(TOOL_CONTAINER_NAME, |c| c.name.as_str())
 }
 
 /// Whether the pod's tool container has started (it runs or ran), so it has logs to follow.

@@ -32,13 +32,14 @@ use tracing::Instrument;
 
 use super::apply;
 use super::build::task_traceparent;
-use super::follow::{FollowState, lock};
+use super::follow::FollowState;
 use super::job_record;
 use super::observe::{Workload, select_pod, tool_container_finished};
 use super::outcome::{Observation, cancel_requested_at, decide};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, Result};
+use crate::lock;
 
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "mcptask";

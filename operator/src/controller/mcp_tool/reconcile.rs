@@ -11,12 +11,11 @@ use kube::runtime::controller::Action;
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use mcp_task_operator_crds::{McpTool, McpToolStatus};
 use rand::Rng;
-use serde_json::json;
 use tracing::instrument;
 
 use super::validate::{ToolInvalid, ready_condition, validate_tool};
+use crate::FIELD_MANAGER;
 use crate::context::Context;
-use crate::controller::FIELD_MANAGER;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, KubeOp, Result};
 
@@ -73,8 +72,7 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
         image: tool.tool_container().and_then(|c| c.image.clone()),
     };
     if tool.status.as_ref() != Some(&status) {
-        let patch =
-            json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTool", "status": status});
+        let patch = crate::controller::status_patch::<McpTool>(&status);
         api.patch_status(
             &name,
             &PatchParams::apply(FIELD_MANAGER).force(),

@@ -181,7 +181,7 @@ fn downward_api_volume_projects_the_pod_annotations() {
         .unwrap()
         .annotations
         .unwrap();
-    assert_eq!(annotations[POD_CANCEL_ANNOTATION], "");
+    assert_eq!(annotations[CANCEL_REQUESTED_ANNOTATION], "");
     assert_eq!(annotations[POD_INPUT_RESPONSES_ANNOTATION], "{}");
 }
 
@@ -269,7 +269,10 @@ fn answers_reach_env_and_annotations() {
         .unwrap()
         .annotations
         .unwrap();
-    assert_eq!(annotations[POD_CANCEL_ANNOTATION], "2026-08-01T12:00:05Z");
+    assert_eq!(
+        annotations[CANCEL_REQUESTED_ANNOTATION],
+        "2026-08-01T12:00:05Z"
+    );
     assert_eq!(
         annotations[POD_INPUT_RESPONSES_ANNOTATION],
         r#"{"q1":{"action":"decline"}}"#

@@ -10,9 +10,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 
 use super::{
-    FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, STREAM_SETTLE, Verdict, lock,
+    FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, STREAM_SETTLE, Verdict,
 };
 use crate::contract::{Progress, ProgressWarning};
+use crate::lock;
 
 /// Bytes read from the log stream per chunk.
 const CHUNK_BYTES: usize = 64 * 1024;

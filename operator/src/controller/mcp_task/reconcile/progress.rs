@@ -11,13 +11,14 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::McpTask;
 
-use super::super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, lock, logs_needed};
+use super::super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, logs_needed};
 use super::super::nonce;
 use super::super::notify::notifier;
 use super::super::observe::{FailureReason, Workload, tool_container_name, tool_container_started};
 use super::super::status::checkpoint_of;
 use super::Ids;
 use crate::context::Context;
+use crate::lock;
 use k8s_openapi::api::batch::v1::Job;
 
 /// What the follow step found.

@@ -11,7 +11,6 @@ use mcp_task_operator_crds::McpTask;
 use rand::Rng;
 
 use super::super::apply;
-use super::super::follow::lock;
 use super::super::job_record;
 use super::super::observe::{FailureReason, controlled_by};
 use super::super::outcome::{self, Decision, Outcome, cancel_requested_at};
@@ -21,6 +20,7 @@ use super::super::status::{
 };
 use crate::context::Context;
 use crate::error::Result;
+use crate::lock;
 
 /// Carries out the decided action, writes the decided status (coalesced), publishes the
 /// transition Event and requeues for the soonest of `wait` (expiry, log settling), a coalesced
