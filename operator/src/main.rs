@@ -13,7 +13,7 @@ use mcp_task_operator::liveness::Liveness;
 use mcp_task_operator::state::State;
 use mcp_task_operator::{deadline, http, leader};
 use mcp_task_operator_crds::{McpTask, McpTool};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -45,7 +45,7 @@ async fn run() -> Result<(), BoxError> {
 
     let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
     let server = axum::serve(listener, http::app(state.clone()))
-        .with_graceful_shutdown(wait(shutdown.clone()));
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     tokio::spawn(async move {
         if let Err(e) = server.await {
             tracing::error!(error = %e, "probe server failed");
@@ -71,7 +71,7 @@ async fn run() -> Result<(), BoxError> {
                 liveness.election_step();
                 tokio::select! {
                     () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-                    () = wait(shutdown.clone()) => return Ok(()),
+                    () = shutdown.clone().cancelled_owned() => return Ok(()),
                 }
             }
         }
@@ -82,7 +82,7 @@ async fn run() -> Result<(), BoxError> {
     let (lease, me) = (&config.lease_name, &config.identity);
     let acquired = tokio::select! {
         acquired = leader::acquire(&leases, lease, me, timing, &liveness) => acquired,
-        () = wait(shutdown.clone()) => return Ok(()),
+        () = shutdown.clone().cancelled_owned() => return Ok(()),
     };
     state.metrics().set_leader(true);
     tracing::info!(identity = %me, "became leader; starting controllers");
@@ -93,9 +93,9 @@ async fn run() -> Result<(), BoxError> {
             .with_liveness(Arc::clone(&liveness)),
     );
     let controllers = futures::future::join3(
-        mcp_task::run(Arc::clone(&ctx), triggers, wait(shutdown.clone())),
-        mcp_tool::run(Arc::clone(&ctx), wait(shutdown.clone())),
-        mcp_server::run(ctx, wait(shutdown.clone())),
+        mcp_task::run(Arc::clone(&ctx), triggers, shutdown.clone().cancelled_owned()),
+        mcp_tool::run(Arc::clone(&ctx), shutdown.clone().cancelled_owned()),
+        mcp_server::run(ctx, shutdown.clone().cancelled_owned()),
     );
     let lost = tokio::select! {
         _ = controllers => None,
@@ -147,9 +147,10 @@ async fn check_crds(client: &kube::Client, namespace: Option<&str>) -> Result<()
     Ok(())
 }
 
-/// A channel that turns true on SIGTERM or Ctrl-C.
-fn shutdown_signal() -> Result<watch::Receiver<bool>, BoxError> {
-    let (tx, rx) = watch::channel(false);
+/// A token cancelled on SIGTERM or Ctrl-C (the front end shuts down the same way).
+fn shutdown_signal() -> Result<CancellationToken, BoxError> {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::spawn(async move {
         tokio::select! {
@@ -157,12 +158,7 @@ fn shutdown_signal() -> Result<watch::Receiver<bool>, BoxError> {
             _ = tokio::signal::ctrl_c() => {}
         }
         tracing::info!("shutting down");
-        let _ = tx.send(true);
+        cancel.cancel();
     });
-    Ok(rx)
-}
-
-/// Resolves once `rx` turns true (or its sender is gone).
-async fn wait(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
+    Ok(token)
 }
