@@ -93,7 +93,11 @@ async fn run() -> Result<(), BoxError> {
             .with_liveness(Arc::clone(&liveness)),
     );
     let controllers = futures::future::join3(
-        mcp_task::run(Arc::clone(&ctx), triggers, shutdown.clone().cancelled_owned()),
+        mcp_task::run(
+            Arc::clone(&ctx),
+            triggers,
+            shutdown.clone().cancelled_owned(),
+        ),
         mcp_tool::run(Arc::clone(&ctx), shutdown.clone().cancelled_owned()),
         mcp_server::run(ctx, shutdown.clone().cancelled_owned()),
     );

@@ -110,7 +110,7 @@ impl Outcome {
 
 /// A side effect the mapping asks the reconciler to carry out before writing the status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum SideEffect {
     /// Delete the task's Job (and so its pod): the task was cancelled and must stop running.
     DeleteJob,
 }
@@ -121,25 +121,25 @@ pub struct Decision {
     /// The status to report.
     pub outcome: Outcome,
     /// A side effect to carry out first, if any.
-    pub action: Option<Action>,
+    pub side_effect: Option<SideEffect>,
     /// When the decision may change without any watch event (a cancel grace period ending).
     pub recheck_after: Option<SignedDuration>,
 }
 
 impl Decision {
-    /// Just `outcome`: no action, nothing to recheck.
+    /// Just `outcome`: no side effect, nothing to recheck.
     pub fn just(outcome: Outcome) -> Self {
         Self {
             outcome,
-            action: None,
+            side_effect: None,
             recheck_after: None,
         }
     }
 
-    fn with(outcome: Outcome, action: Action) -> Self {
+    fn with(outcome: Outcome, side_effect: SideEffect) -> Self {
         Self {
             outcome,
-            action: Some(action),
+            side_effect: Some(side_effect),
             recheck_after: None,
         }
     }
@@ -191,7 +191,7 @@ pub fn decide(obs: &Observation<'_>) -> Decision {
         // the deadline: stop it.
         Workload::Failed { reason, detail } if reason.stops_job() => {
             let failed = Outcome::failure(*reason, detail.clone());
-            return Decision::with(failed, Action::DeleteJob);
+            return Decision::with(failed, SideEffect::DeleteJob);
         }
         Workload::Failed { reason, detail } => Outcome::failure(*reason, detail.clone()),
     };
@@ -206,9 +206,9 @@ fn decide_cancel(obs: &Observation<'_>, requested_at: Timestamp) -> Decision {
         Workload::NoJob => Decision::just(cancelled("Cancelled before the tool started")),
         Workload::Starting { .. } => Decision::with(
             cancelled("Cancelled before the tool started"),
-            Action::DeleteJob,
+            SideEffect::DeleteJob,
         ),
-        Workload::Failed { .. } => Decision::with(cancelled("Cancelled"), Action::DeleteJob),
+        Workload::Failed { .. } => Decision::with(cancelled("Cancelled"), SideEffect::DeleteJob),
         // The tool stopped by itself: its own last words say best how far it got.
         Workload::Exited { .. } => Decision::just(cancelled(
             obs.progress
@@ -224,7 +224,7 @@ fn decide_cancel(obs: &Observation<'_>, requested_at: Timestamp) -> Decision {
             if remaining <= SignedDuration::ZERO {
                 return Decision::with(
                     cancelled("Cancelled; the tool did not stop within its grace period"),
-                    Action::DeleteJob,
+                    SideEffect::DeleteJob,
                 );
             }
             Decision {
@@ -234,7 +234,7 @@ fn decide_cancel(obs: &Observation<'_>, requested_at: Timestamp) -> Decision {
                         obs.cancel_grace.as_secs()
                     ),
                 },
-                action: None,
+                side_effect: None,
                 recheck_after: Some(remaining),
             }
         }

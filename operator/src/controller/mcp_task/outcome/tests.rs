@@ -192,12 +192,15 @@ fn image_pull_failure_also_stops_the_stuck_pod() {
         reason: FailureReason::ImagePullFailed,
         detail: None,
     };
-    assert_eq!(decide(&obs(&pulling, &p)).action, Some(Action::DeleteJob));
+    assert_eq!(
+        decide(&obs(&pulling, &p)).side_effect,
+        Some(SideEffect::DeleteJob)
+    );
     let oom = Workload::Failed {
         reason: FailureReason::OomKilled,
         detail: None,
     };
-    assert_eq!(decide(&obs(&oom, &p)).action, None);
+    assert_eq!(decide(&obs(&oom, &p)).side_effect, None);
 }
 
 #[test]
@@ -284,10 +287,10 @@ fn cancel_before_the_pod_starts_cancels_at_once_and_deletes_the_job() {
     };
     let d = cancel_decision(starting, NOW, "");
     assert_eq!(d.outcome.status(), TaskStatus::Cancelled);
-    assert_eq!(d.action, Some(Action::DeleteJob));
+    assert_eq!(d.side_effect, Some(SideEffect::DeleteJob));
     let d = cancel_decision(Workload::NoJob, NOW, "");
     assert_eq!(
-        (d.outcome.status(), d.action),
+        (d.outcome.status(), d.side_effect),
         (TaskStatus::Cancelled, None)
     );
     let pulling = Workload::Failed {
@@ -295,8 +298,8 @@ fn cancel_before_the_pod_starts_cancels_at_once_and_deletes_the_job() {
         detail: None,
     };
     assert_eq!(
-        cancel_decision(pulling, NOW, "").action,
-        Some(Action::DeleteJob)
+        cancel_decision(pulling, NOW, "").side_effect,
+        Some(SideEffect::DeleteJob)
     );
 }
 
@@ -304,12 +307,12 @@ fn cancel_before_the_pod_starts_cancels_at_once_and_deletes_the_job() {
 fn running_tool_gets_its_grace_period_then_its_job_is_deleted() {
     let d = cancel_decision(Workload::Running, "2026-08-01T12:00:50Z", "");
     assert_eq!(d.outcome.status(), TaskStatus::Working);
-    assert_eq!(d.action, None);
+    assert_eq!(d.side_effect, None);
     assert_eq!(d.recheck_after, Some(SignedDuration::from_secs(20)));
 
     let d = cancel_decision(Workload::Running, "2026-08-01T12:00:30Z", "");
     assert_eq!(d.outcome.status(), TaskStatus::Cancelled);
-    assert_eq!(d.action, Some(Action::DeleteJob));
+    assert_eq!(d.side_effect, Some(SideEffect::DeleteJob));
 }
 
 #[test]
@@ -317,7 +320,7 @@ fn tool_that_stops_after_cancel_is_cancelled_unless_it_finished_first() {
     for code in [0, 1, 143] {
         let d = cancel_decision(Workload::Exited { exit_code: code }, NOW, "bye\n");
         assert_eq!(
-            (d.outcome.status(), d.action),
+            (d.outcome.status(), d.side_effect),
             (TaskStatus::Cancelled, None),
             "exit {code}"
         );

@@ -68,7 +68,7 @@ pub async fn step(
         // ever: the task fails, and its Job is stopped.
         return Ok(Inspected::Finish(Decision {
             outcome: Outcome::failure(FailureReason::InputTooLarge, Some(detail)),
-            action: Some(outcome::Action::DeleteJob),
+            side_effect: Some(outcome::SideEffect::DeleteJob),
             recheck_after: None,
         }));
     }

@@ -72,7 +72,7 @@ pub async fn step(
             return Ok(Action::await_change());
         }
     }
-    if decision.action == Some(outcome::Action::DeleteJob) {
+    if decision.side_effect == Some(outcome::SideEffect::DeleteJob) {
         apply::delete_job(&ctx.client, &namespace, &name).await?;
     }
     if let Some(mut next) = next {
