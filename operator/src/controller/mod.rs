@@ -56,6 +56,13 @@ where
     result
 }
 
+/// The safety-net resync delay of `config`, plus up to a tenth more at random, so that objects
+/// reconciled together do not come due together again.
+pub fn jittered_resync(config: &crate::config::Config) -> Duration {
+    let resync = config.resync.as_millis() as u64;
+    Duration::from_millis(rand::rng().random_range(resync..=resync + resync / 10))
+}
+
 /// Logs the error, counts it by category and retries after a jittered 2–8 s backoff.
 pub fn retry_after_error<K: ResourceExt>(
     obj: &K,

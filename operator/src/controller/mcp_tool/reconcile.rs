@@ -10,7 +10,6 @@ use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use mcp_task_operator_crds::{McpTool, McpToolStatus};
-use rand::Rng;
 use tracing::instrument;
 
 use super::validate::{ToolInvalid, ready_condition, validate_tool};
@@ -86,12 +85,9 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
         ctx.publish(tool, &condition.reason, condition.message.clone(), warning)
             .await;
     }
-    let resync = ctx.config.resync.as_millis() as u64;
     Ok(match result {
         Err(ToolInvalid::DuplicateName { .. }) => Action::requeue(DUPLICATE_RECHECK),
-        _ => Action::requeue(Duration::from_millis(
-            rand::rng().random_range(resync..=resync + resync / 10),
-        )),
+        _ => Action::requeue(crate::controller::jittered_resync(&ctx.config)),
     })
 }
 

@@ -8,7 +8,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::McpTask;
-use rand::Rng;
 
 use super::super::apply;
 use super::super::job_record;
@@ -121,10 +120,7 @@ pub async fn step(
         }
     }
     if !terminal {
-        let resync = ctx.config.resync.as_millis() as u64;
-        wait.push(Duration::from_millis(
-            rand::rng().random_range(resync..=resync + resync / 10),
-        ));
+        wait.push(crate::controller::jittered_resync(&ctx.config));
     }
     if let Some(recheck) = decision
         .recheck_after
