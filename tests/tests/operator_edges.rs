@@ -6,14 +6,14 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::ResourceQuota;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    request_cancel, result_text, shell_tool, status_message, tool, wait_status, wait_task,
-    wait_task_event, wait_terminal,
+    request_cancel, result_text, shell_tool, status_message, tool, wait_pod_phase, wait_status,
+    wait_task, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -375,27 +375,7 @@ async fn a_tool_that_finished_before_the_cancel_time_completes() {
         // The operator is away while the tool exits 0 and the client cancels after that: the
         // cancel and the exit reach the next operator together.
         operator.kill().await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("batch.kubernetes.io/job-name={name}");
-        let started = Instant::now();
-        loop {
-            let list = pods
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .expect("pods");
-            let phase = list
-                .items
-                .first()
-                .and_then(|p| p.status.as_ref()?.phase.clone());
-            if phase.as_deref() == Some("Succeeded") {
-                break;
-            }
-            assert!(
-                started.elapsed() < WAIT,
-                "the tool did not finish: {phase:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_pod_phase(&client, &ns, &name, "Succeeded").await;
         // finishedAt has whole seconds: cancel in a later second than the exit.
         tokio::time::sleep(Duration::from_millis(1100)).await;
         request_cancel(&client, &ns, &name).await;

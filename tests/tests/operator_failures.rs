@@ -4,12 +4,13 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, EvictParams, ListParams};
+use kube::api::{DeleteParams, EvictParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, ensure_example_images,
-    failure_reason, shell_tool, status_message, tool, wait_task, wait_task_event, wait_terminal,
+    failure_reason, shell_tool, status_message, task_pods, tool, wait_task, wait_task_event,
+    wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -47,14 +48,9 @@ const SLEEPER: &str = r#"echo '{"mcp":"status","message":"sleeping"}'; sleep 600
 /// Waits until the task's container runs and has said so.
 async fn wait_sleeping(client: &Client, ns: &str, name: &str) -> Pod {
     wait_task(client, ns, name, WAIT, |t| status_message(t) == "sleeping").await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let selector = format!("batch.kubernetes.io/job-name={name}");
-    let list = pods
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .expect("list pods");
-    assert_eq!(list.items.len(), 1, "{list:?}");
-    list.items.into_iter().next().expect("one pod")
+    let pods = task_pods(client, ns, name).await;
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    pods.into_iter().next().expect("one pod")
 }
 
 #[tokio::test]
@@ -165,14 +161,9 @@ async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
         assert_failed(&client, &ns, &done, "PodDeleted").await;
         // The Job never replaces the pod (backoffLimit 0): no second run of the call.
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-        let selector = format!("batch.kubernetes.io/job-name={name}");
-        let left = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .expect("list pods");
+        let left = task_pods(&client, &ns, &name).await;
         assert!(
-            left.items
-                .iter()
+            left.iter()
                 .all(|p| p.metadata.name.as_deref() == Some(&pod_name)),
             "a replacement pod ran: {left:?}"
         );

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     Operator, TaskRecorder, WAIT, answer, apply_example_tools, create_task, ensure_example_images,
-    events_for, result_text, status_message, wait_status, wait_task, wait_terminal,
+    events_for, result_text, status_message, task_pods, wait_pod_phase, wait_status, wait_task,
+    wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -118,7 +118,6 @@ async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_a
         assert_eq!(result_text(&finished[&asking]), "Deleted ha.txt");
 
         // Exactly one Job per task, the one the first leader made, and one pod each.
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         for name in &all {
             let selector = format!("mcptasks.io/task={name}");
             let found = jobs
@@ -127,12 +126,8 @@ async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_a
                 .expect("list jobs");
             let uids: Vec<String> = found.items.iter().filter_map(ResourceExt::uid).collect();
             assert_eq!(uids, [job_uids[name].clone()], "Jobs of {name}");
-            let selector = format!("batch.kubernetes.io/job-name={name}");
-            let ran = pods
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .expect("list pods");
-            assert_eq!(ran.items.len(), 1, "pods of {name}: {ran:?}");
+            let ran = task_pods(&client, &ns, name).await;
+            assert_eq!(ran.len(), 1, "pods of {name}: {ran:?}");
             let events = events_for(&client, &ns, "McpTask", name).await;
             let created = events.iter().filter(|e| e.reason == "JobCreated").count();
             assert_eq!(created, 1, "{events:#?}");
@@ -187,27 +182,7 @@ async fn a_restarted_operator_resumes_every_task_from_the_cluster() {
         }
         first.kill().await;
         // Until its container has exited: then the second operator finds it finished.
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("batch.kubernetes.io/job-name={during}");
-        let started = Instant::now();
-        loop {
-            let list = pods
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .expect("list pods");
-            let phase = list
-                .items
-                .first()
-                .and_then(|p| p.status.as_ref()?.phase.clone());
-            if phase.as_deref() == Some("Succeeded") {
-                break;
-            }
-            assert!(
-                started.elapsed() < WAIT,
-                "the pod of {during} ends: {phase:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_pod_phase(&client, &ns, &during, "Succeeded").await;
         let still = wait_status(&client, &ns, &during, TaskStatus::Working).await;
         assert!(
             !still.is_terminal(),

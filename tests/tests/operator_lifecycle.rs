@@ -13,8 +13,8 @@ use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     Operator, TaskRecorder, WAIT, apply_example_tools, create_task, create_task_with, create_tool,
-    ensure_example_images, events_for, request_cancel, shell_tool, status_message, wait_task,
-    wait_task_event, wait_terminal,
+    ensure_example_images, events_for, request_cancel, shell_tool, status_message, task_pods,
+    wait_task, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -31,12 +31,8 @@ fn name_of(task: &McpTask) -> String {
 
 /// The pods of the task's Job that are not being deleted.
 async fn live_pods(client: &Client, ns: &str, task: &str) -> Vec<Pod> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let selector = format!("batch.kubernetes.io/job-name={task}");
-    pods.list(&ListParams::default().labels(&selector))
+    task_pods(client, ns, task)
         .await
-        .expect("list pods")
-        .items
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect()

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, McpTool, TaskStatus};
@@ -343,6 +343,34 @@ pub async fn tool_event(client: &Client, ns: &str, name: &str, reason: &str) -> 
         assert!(
             started.elapsed() < WAIT,
             "no {reason} Event on {name}: {events:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The pods of the task's Job, found by the label the Job controller gives them (the Job, and
+/// so the label, is named after the task).
+pub async fn task_pods(client: &Client, ns: &str, task: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = format!("{}={task}", mcp_task_operator_crds::JOB_NAME_LABEL);
+    pods.list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap_or_else(|e| panic!("cannot list the pods of {task}: {e}"))
+        .items
+}
+
+/// Waits (polling) until the first pod of the task's Job is in `phase` (e.g. `Succeeded`).
+pub async fn wait_pod_phase(client: &Client, ns: &str, task: &str, phase: &str) -> Pod {
+    let started = std::time::Instant::now();
+    loop {
+        let pod = task_pods(client, ns, task).await.into_iter().next();
+        let now = pod.as_ref().and_then(|p| p.status.as_ref()?.phase.clone());
+        if now.as_deref() == Some(phase) {
+            return pod.expect("a pod in the phase");
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the pod of {task} is not {phase} after {WAIT:?}: {now:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
