@@ -20,10 +20,11 @@ mod resources;
 
 pub use recorder::{TaskRecorder, Transition, printed_time, summarize};
 pub use resources::{
-    SeenEvent, answer, apply_example_tools, create_task, create_task_with, create_tool, events_for,
-    failure_reason, poll_task, request_cancel, result_is_error, result_text, shell_tool,
-    status_message, task_pods, tool, tool_event, tool_ready, wait_pod_phase, wait_status,
-    wait_task, wait_task_event, wait_terminal,
+    SeenEvent, answer, apply_example_tools, assert_completed, create_task, create_task_with,
+    create_tool, events_for, failure_reason, poll_task, request_cancel, result_is_error,
+    result_text, shell_tool, status_message, task_pods, tool, tool_event, tool_ready,
+    wait_completed, wait_job_stopped, wait_pod_phase, wait_status, wait_task, wait_task_event,
+    wait_terminal,
 };
 
 /// How long a test waits for anything the operator and the cluster do.

@@ -19,7 +19,7 @@ use mcp_task_operator_tests::kwok::{
 };
 use mcp_task_operator_tests::operator::{
     Operator, WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
-    status_message, tool, wait_terminal,
+    status_message, tool, wait_completed,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -303,13 +303,7 @@ async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
         .await;
         let task = create_task(&client, &ns, "fake", json!({})).await;
         let name = task.metadata.name.clone().expect("task name");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        let done = wait_completed(&client, &ns, &name).await;
         // Only kwok's script prints this (NO_SUCH_IMAGE runs nowhere): the operator followed
         // a fake pod's log through the API server to the result line.
         assert_eq!(result_text(&done), DEFAULT_RESULT_TEXT);

@@ -12,8 +12,8 @@ use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    request_cancel, result_text, shell_tool, status_message, tool, wait_pod_phase, wait_status,
-    wait_task, wait_task_event, wait_terminal,
+    request_cancel, result_text, shell_tool, status_message, tool, wait_completed,
+    wait_job_stopped, wait_pod_phase, wait_status, wait_task, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -65,24 +65,6 @@ async fn assert_fails(
     let failed = events.iter().find(|e| e.reason == "Failed").expect("event");
     assert_eq!(failed.type_, "Warning", "{events:#?}");
     done
-}
-
-/// Waits until the task's Job is gone or being deleted.
-async fn wait_job_stopped(client: &Client, ns: &str, name: &str) {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-    let started = Instant::now();
-    while jobs
-        .get_opt(name)
-        .await
-        .expect("get job")
-        .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
-    {
-        assert!(
-            started.elapsed() < WAIT,
-            "Job {name} not deleted in {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Creates a ResourceQuota with `hard` and waits until the quota controller has counted it
@@ -380,13 +362,7 @@ async fn a_tool_that_finished_before_the_cancel_time_completes() {
         tokio::time::sleep(Duration::from_millis(1100)).await;
         request_cancel(&client, &ns, &name).await;
         let _next = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &[]).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "all 64 SKUs");
     })
     .await;

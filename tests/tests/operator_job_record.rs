@@ -9,10 +9,10 @@ use std::time::Instant;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_tests::operator::{
-    Operator, apply_example_tools, create_task, ensure_example_images, events_for, result_text,
-    wait_terminal,
+    Operator, apply_example_tools, assert_completed, create_task, ensure_example_images,
+    events_for, result_text, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -44,12 +44,7 @@ async fn a_job_recorded_by_a_leader_that_died_before_creating_it_is_created_once
             "completed {:.1} s after the new operator started",
             started.elapsed().as_secs_f64()
         );
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        assert_completed(&done);
         assert!(
             result_text(&done).contains("after-failover"),
             "{:?}",

@@ -14,8 +14,8 @@ use kube::{Api, Client};
 use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, apply_example_tools, create_task, create_task_with, ensure_example_images,
-    events_for, failure_reason, poll_task, result_text, status_message,
+    Operator, WAIT, apply_example_tools, assert_completed, create_task, create_task_with,
+    ensure_example_images, events_for, failure_reason, poll_task, result_text, status_message,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -85,12 +85,7 @@ async fn a_tool_longer_than_its_ttl_completes_and_its_result_stays_readable() {
             "completed {:.1} s after creation with ttlMs {longest_ttl} (requested {ttl_ms})",
             started.elapsed().as_secs_f64()
         );
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        assert_completed(&done);
         assert!(result_text(&done).contains("outlives"), "{:?}", done.status);
         // Its lifetime grew past the request, and covers more than the run.
         assert!(longest_ttl > 25_000, "ttlMs {longest_ttl}");
@@ -243,12 +238,7 @@ async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs
             .await
             .expect("release the Job");
         let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        assert_completed(&done);
         assert!(result_text(&done).contains("second"), "{:?}", done.status);
         let job = jobs.get(&name).await.expect("the new Job");
         let owner = job.metadata.owner_references.unwrap_or_default();

@@ -6,8 +6,8 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
 use mcp_task_operator_tests::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, shell_tool,
-    status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, failure_reason,
+    shell_tool, status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -108,12 +108,7 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
         let task = create_task(&client, &ns, "plain", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
         let done = wait_terminal(&client, &ns, &id).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        assert_completed(&done);
         for (tool, path) in &offending {
             let name = tool.metadata.name.clone().expect("name");
             let (status, reason, message) = tool_ready(&client, &ns, &name).await;

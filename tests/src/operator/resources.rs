@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -374,4 +375,40 @@ pub async fn wait_pod_phase(client: &Client, ns: &str, task: &str, phase: &str) 
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Waits until the task's Job is gone or being deleted.
+pub async fn wait_job_stopped(client: &Client, ns: &str, name: &str) {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let started = Instant::now();
+    while jobs
+        .get_opt(name)
+        .await
+        .expect("get job")
+        .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
+    {
+        assert!(
+            started.elapsed() < WAIT,
+            "Job {name} not deleted in {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the task is terminal and asserts it `completed`.
+pub async fn wait_completed(client: &Client, ns: &str, name: &str) -> McpTask {
+    let done = wait_terminal(client, ns, name).await;
+    assert_completed(&done);
+    done
+}
+
+/// Asserts the task `completed` (its status printed otherwise).
+pub fn assert_completed(task: &McpTask) {
+    assert_eq!(
+        task.task_status(),
+        TaskStatus::Completed,
+        "{}: {:?}",
+        task.metadata.name.as_deref().unwrap_or_default(),
+        task.status
+    );
 }
