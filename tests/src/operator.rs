@@ -18,7 +18,7 @@ use crate::frontend::{env_name, free_port};
 mod recorder;
 mod resources;
 
-pub use recorder::{TaskRecorder, Transition, printed_time, summarize};
+pub use recorder::{ANSWERED_ONCE, TaskRecorder, Transition, printed_time, summarize};
 pub use resources::{
     SeenEvent, answer, apply_example_tools, assert_completed, create_task, create_task_with,
     create_tool, events_for, failure_reason, poll_task, request_cancel, result_is_error,

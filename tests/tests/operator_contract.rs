@@ -4,9 +4,10 @@
 
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_tests::operator::{
-    Operator, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools, create_task, create_tool,
-    ensure_example_images, ensure_rust_tool_image, events_for, failure_reason, result_is_error,
-    result_text, shell_tool, status_message, tool, wait_status, wait_task_event, wait_terminal,
+    ANSWERED_ONCE, Operator, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools,
+    create_task, create_tool, ensure_example_images, ensure_rust_tool_image, events_for,
+    failure_reason, result_is_error, result_text, shell_tool, status_message, tool, wait_completed,
+    wait_status, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -98,8 +99,7 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
 
         let response = json!({"action": "accept", "content": {"confirm": true}});
         answer(&client, &ns, &name, json!({"go-1": response})).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "rust-tool did 4 steps");
         let result = done.status.as_ref().and_then(|s| s.result.clone());
         let structured = &result.expect("result")["structuredContent"];
@@ -117,16 +117,7 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
             .filter(|m| m.starts_with("step "))
             .collect();
         assert!(messages.len() >= 2, "{messages:?}");
-        recorder.wait_seen(&name, TaskStatus::Completed).await;
-        assert_eq!(
-            recorder.statuses(&name),
-            [
-                TaskStatus::Working,
-                TaskStatus::InputRequired,
-                TaskStatus::Working,
-                TaskStatus::Completed
-            ]
-        );
+        recorder.assert_statuses(&name, &ANSWERED_ONCE).await;
         let events = wait_task_event(&client, &ns, &name, "Completed").await;
         let reasons = reasons(&events);
         for reason in ["JobCreated", "Working", "InputRequired", "InputReceived"] {
@@ -159,19 +150,9 @@ async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resu
             json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}}),
         )
         .await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "Deleted x.txt");
-        recorder.wait_seen(&name, TaskStatus::Completed).await;
-        assert_eq!(
-            recorder.statuses(&name),
-            [
-                TaskStatus::Working,
-                TaskStatus::InputRequired,
-                TaskStatus::Working,
-                TaskStatus::Completed
-            ]
-        );
+        recorder.assert_statuses(&name, &ANSWERED_ONCE).await;
         let events = wait_task_event(&client, &ns, &name, "Completed").await;
         assert!(reasons(&events).contains(&"InputReceived"), "{events:#?}");
     })
@@ -186,8 +167,7 @@ async fn plain_output_and_exit_zero_complete_with_the_output_as_text() {
         let task = create_task(&client, &ns, "text_stats", json!({"text": "hello world"})).await;
         let name = task.metadata.name.clone().expect("name");
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert!(!result_is_error(&done));
         let text = result_text(&done);
         assert!(
@@ -223,8 +203,7 @@ exit 3"#;
             noisy.metadata.name.clone().expect("name"),
         );
 
-        let done = wait_terminal(&client, &ns, &failing).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &failing).await;
         assert!(result_is_error(&done));
         assert!(
             result_text(&done).ends_with("failing_job: the job failed on purpose (exit status 1)"),
@@ -337,8 +316,7 @@ echo '{"mcp":"result","result":{"content":[{"type":"text","text":"survived"}]}}'
         let task = create_task(&client, &ns, "garbage", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "survived");
         assert_eq!(status_message(&done), "still here");
 

@@ -12,7 +12,7 @@ use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus, task_id};
 use mcp_task_operator_tests::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    result_text, shell_tool, status_message, tool, wait_task_event, wait_terminal,
+    result_text, shell_tool, status_message, tool, wait_completed, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -123,8 +123,7 @@ async fn a_pod_that_copies_the_job_name_label_cannot_complete_a_task_or_get_its_
             .await
             .expect("create the forged pod");
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "real");
         let forger = pods.get("forger").await.expect("the forged pod");
         let annotations = forger.annotations();
@@ -207,8 +206,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
 
         let task = create_task(&client, &ns, "relay", json!({})).await;
         let name = task.name_any();
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "real");
         let events = wait_task_event(&client, &ns, &name, "UnsignedMessageIgnored").await;
         assert_eq!(
@@ -262,8 +260,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
         // Nothing of the first process survives; the second reads the nonce from the Job.
         first.kill().await;
         let _second = Operator::start_leader(&ns).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "real");
     })
     .await;

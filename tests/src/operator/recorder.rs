@@ -13,6 +13,14 @@ use tokio::task::JoinHandle;
 
 use super::WAIT;
 
+/// The statuses of a task that asked for input once, was answered and completed.
+pub const ANSWERED_ONCE: [TaskStatus; 4] = [
+    TaskStatus::Working,
+    TaskStatus::InputRequired,
+    TaskStatus::Working,
+    TaskStatus::Completed,
+];
+
 /// One change of a task's MCP-visible state, as a watch delivered it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
@@ -109,6 +117,15 @@ impl TaskRecorder {
             }
         }
         statuses
+    }
+
+    /// Waits until the task reached the last of `expected`, then asserts that these were all its
+    /// statuses, in order.
+    pub async fn assert_statuses(&self, task: &str, expected: &[TaskStatus]) {
+        if let Some(last) = expected.last() {
+            self.wait_seen(task, *last).await;
+        }
+        assert_eq!(self.statuses(task), expected, "statuses of {task}");
     }
 
     /// Waits until the watch has delivered `status` for `task` (another watch may be ahead).
