@@ -197,6 +197,10 @@ pub async fn ensure_crds(client: &Client) {
     }
 }
 
+/// The Kubernetes version `helm template` renders for (the local cluster's, `hack/versions.sh`):
+/// without it Helm assumes v1.20, which the chart's `kubeVersion` refuses.
+pub const KUBE_VERSION: &str = "1.34.4";
+
 /// Runs `helm` (the one `make` put on `PATH`, next to kubectl) against the test cluster.
 pub fn helm(args: &[&str]) -> Output {
     std::process::Command::new("helm")

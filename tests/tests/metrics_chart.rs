@@ -10,7 +10,7 @@ use std::process::Command;
 
 use mcp_task_operator_tests::frontend::Frontend;
 use mcp_task_operator_tests::operator::Operator;
-use mcp_task_operator_tests::{chart_dir, ensure_crds, helm, with_temp_ns};
+use mcp_task_operator_tests::{KUBE_VERSION, chart_dir, ensure_crds, helm, with_temp_ns};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -26,6 +26,8 @@ fn render(ns: &str, sets: &[&str]) -> Vec<Value> {
         chart.to_str().expect("UTF-8 path"),
         "-n",
         ns,
+        "--kube-version",
+        KUBE_VERSION,
     ];
     for set in sets {
         args.extend(["--set", set]);

@@ -5,7 +5,7 @@
 
 mod lifecycle;
 
-use mcp_task_operator_tests::{chart_dir, helm};
+use mcp_task_operator_tests::{KUBE_VERSION, chart_dir, helm};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -32,6 +32,8 @@ fn render(ns: &str, sets: &[&str]) -> Vec<Value> {
         chart.to_str().expect("UTF-8 path"),
         "-n",
         ns,
+        "--kube-version",
+        KUBE_VERSION,
     ];
     for set in sets {
         args.extend(["--set", set]);
@@ -103,7 +105,15 @@ fn assert_restricted_pods(docs: &[Value]) {
     accounts.dedup();
     assert_eq!(accounts.len(), 2, "each binary has its own ServiceAccount");
     assert_eq!(of_kind(docs, "PodDisruptionBudget").len(), 2);
-    assert_eq!(of_kind(docs, "ServiceAccount").len(), 2);
+    // The binaries' two, and the `helm test` pod's (a test hook that mounts no token itself).
+    let accounts = of_kind(docs, "ServiceAccount");
+    assert_eq!(accounts.len(), 3);
+    let hooks: Vec<_> = accounts
+        .iter()
+        .filter(|a| a["metadata"]["annotations"]["helm.sh/hook"] == "test")
+        .collect();
+    assert_eq!(hooks.len(), 1, "{accounts:#?}");
+    assert_eq!(hooks[0]["automountServiceAccountToken"], false);
     // Nothing may grant Secrets or wildcards.
     for role in docs
         .iter()
@@ -268,7 +278,13 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         &["frontend.auth.tokenReview.audiences=null"],
         &["frontend.authorization.mode=abac"],
     ] {
-        let mut args = vec!["template", RELEASE, chart.to_str().expect("UTF-8 path")];
+        let mut args = vec![
+            "template",
+            RELEASE,
+            chart.to_str().expect("UTF-8 path"),
+            "--kube-version",
+            KUBE_VERSION,
+        ];
         for set in bad {
             args.extend(["--set", set]);
         }
