@@ -77,6 +77,10 @@ kwok-test: ## fake-node tests on the running local cluster (starts kwok with 2 n
 	MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked --test kwok -- --ignored
 
+.PHONY: sbom
+sbom: ## CycloneDX SBOM of each shipped binary into $(CARGO_TARGET_DIR)/sbom (docs/RELEASING.md)
+	hack/sbom.sh
+
 .PHONY: cluster-up
 cluster-up: ## start the local single-node cluster (KUBECONFIG=.state/kubeconfig)
 	hack/cluster-up.sh
@@ -139,8 +143,8 @@ load: ## mixed load on 2 front-end replicas for LOAD_SECONDS (600): errors, late
 # `make test` runs every tier. The cluster is started once and stopped at the end, also when a
 # tier fails; MTO_KEEP_CLUSTER=1 leaves it running for a closer look.
 .PHONY: test
-test: ## every tier: fmt, generate check, clippy, unit, cluster up, integration, chaos (bounded), cluster down, crash cleanup
-	$(MAKE) fmt-check generate-check lint unit fuzz-smoke
+test: ## every tier: fmt, generate check, clippy, unit, fuzz smoke, SBOMs, cluster up, integration, chaos (bounded), cluster down, crash cleanup
+	$(MAKE) fmt-check generate-check lint unit fuzz-smoke sbom
 	$(MAKE) cluster-up
 	status=0; $(MAKE) integration || status=$$?; \
 	[ $$status -ne 0 ] || MTO_CHAOS_SCALE=ci $(MAKE) chaos-run || status=$$?; \

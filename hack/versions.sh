@@ -27,3 +27,7 @@ PROMTOOL_BIN=${PROMTOOL_BIN:-$MTO_CACHE/promtool-$PROMETHEUS_MODULE_VERSION/prom
 # hack/build-jaeger.sh from the Go module proxy.
 JAEGER_VERSION=${JAEGER_VERSION:-v1.76.0}
 JAEGER_BIN=${JAEGER_BIN:-$MTO_CACHE/jaeger-$JAEGER_VERSION/jaeger}
+
+# cargo-cyclonedx (CycloneDX SBOMs from Cargo.lock), installed by hack/sbom.sh.
+CYCLONEDX_VERSION=${CYCLONEDX_VERSION:-0.5.9}
+CYCLONEDX_ROOT=${CYCLONEDX_ROOT:-$MTO_CACHE/cargo-cyclonedx-$CYCLONEDX_VERSION}
