@@ -132,7 +132,9 @@ pub trait TaskStore: Send + Sync + 'static {
         responses: BTreeMap<String, Value>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Sets the cancel annotation `mcptasks.io/cancel-requested` to `at`, unless already set.
+    /// Sets the cancel annotation `mcptasks.io/cancel-requested` to `at` (RFC 3339, whole
+    /// seconds), replacing an earlier value: `tasks/cancel` checks `is_cancel_requested` first, so
+    /// that a client's first cancel time is the one kept.
     fn request_cancel<'a>(
         &'a self,
         id: &'a str,

@@ -2,8 +2,9 @@
 //!
 //! A tool may ask for a kind of input the creating `tools/call` did not declare (elicitation
 //! from a client that declared only the tasks extension), or, from an older operator, in a
-//! shape the MCP wire types cannot carry. The client is never shown such a request (protocol
-//! reference §A13, §B7), so nobody could answer it and the task would wait until its TTL.
+//! shape the MCP wire types cannot carry. The client is never shown such a request
+//! (docs/CONFORMANCE.md, *Input a client cannot be asked*), so nobody could answer it and the
+//! task would wait until its TTL.
 //! Instead every replica watching the task writes an error answer for it into
 //! `spec.inputResponses` (the same merge a `tasks/update` makes, so replicas doing it twice
 //! change nothing); the operator hands it to the tool, which fails or goes on

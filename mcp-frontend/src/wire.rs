@@ -47,7 +47,7 @@ pub fn detailed_task(stored: &McpTask) -> Result<DetailedTask> {
 }
 
 /// Whether the client of `stored` may be shown `request`: its kind was declared by the
-/// creating `tools/call` (MRTR rule, protocol reference §A13 and §B7) and the MCP wire types
+/// creating `tools/call` (docs/CONFORMANCE.md, *Input a client cannot be asked*) and the MCP wire types
 /// can carry it ([`check_carriable`]).
 pub fn is_shown(stored: &McpTask, request: &Value) -> bool {
     input_request_allowed(stored.spec.client_capabilities.as_ref(), request)

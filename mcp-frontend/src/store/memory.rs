@@ -171,12 +171,12 @@ impl TaskStore for MemoryStore {
         id: &'a str,
         at: Timestamp,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // As the Kubernetes store's merge patch does: the value replaced, in the wire's format.
         self.update(id, |task| {
-            task.metadata
-                .annotations
-                .get_or_insert_default()
-                .entry(CANCEL_REQUESTED_ANNOTATION.to_owned())
-                .or_insert_with(|| at.to_string());
+            task.metadata.annotations.get_or_insert_default().insert(
+                CANCEL_REQUESTED_ANNOTATION.to_owned(),
+                mcp_task_operator_crds::wire::format_time(at),
+            );
         });
         Box::pin(async { Ok(()) })
     }
