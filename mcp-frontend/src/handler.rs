@@ -5,7 +5,6 @@
 //! [`crate::tasks`].
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use rmcp::model::ErrorCode;
 use rmcp::model::{
@@ -19,9 +18,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::Instrument;
 
-use crate::auth::{Caller, Identity};
 use crate::authz::Authz;
 use crate::error::Error;
+use crate::request::{caller, declares_tasks, identity};
 use crate::state::{AppState, server_info, server_info_meta};
 use crate::{call, metrics, tasks};
 
@@ -101,38 +100,6 @@ pub fn negotiate_legacy(requested: &ProtocolVersion, mut info: ServerConfig) -> 
             .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
     };
     info
-}
-
-/// Whether this request may receive tasks: it declares the extension on MCP 2026-07-28 or later
-/// (under 2025-11-25 the extension does not exist, whatever the client declares).
-pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
-    let modern = context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    modern
-        && context
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks())
-}
-
-/// The authenticated identity of the request (what authorization asks about).
-pub fn identity(context: &RequestContext<RoleServer>) -> Result<Arc<Identity>, Error> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(Identity::from_parts)
-        .cloned()
-        .ok_or(Error::MissingCaller)
-}
-
-/// The authenticated caller of the request.
-pub fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, Error> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(Caller::from_parts)
-        .cloned()
-        .ok_or(Error::MissingCaller)
 }
 
 impl ServerHandler for McpHandler {

@@ -41,6 +41,7 @@ pub mod metrics;
 pub mod origin;
 pub mod quota;
 pub mod ratelimit;
+pub mod request;
 pub mod review_cache;
 pub mod routes;
 pub mod state;
