@@ -104,7 +104,7 @@ pub async fn call_tool(
         .client_capabilities()
         .and_then(|c| serde_json::to_value(c).ok())
         .and_then(|v| v.as_object().map(bounds::stored_capabilities));
-    let task = build_task(
+    let task = new_task_object(
         &entry,
         &caller,
         arguments,
@@ -223,7 +223,7 @@ pub fn check_spec_budget(spec: &McpTaskSpec, what: &'static str) -> Result<()> {
 }
 
 /// The new task object: ID from the CSPRNG, settings from the tool.
-fn build_task(
+fn new_task_object(
     entry: &ToolEntry,
     caller: &Caller,
     arguments: rmcp::model::JsonObject,
