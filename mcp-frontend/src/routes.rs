@@ -124,9 +124,20 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         let message = format!("Payload Too Large: request body exceeds {max_body_bytes} bytes");
         return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
     };
+    let unavailable = unavailable_reason(&route.state);
+    if unavailable.is_none()
+        && let Some(response) = fast_get(&route.state, &parts, &bytes, started).await
+    {
+        tracing::Span::current().record("mcp.method", "tasks/get");
+        route
+            .state
+            .metrics
+            .observe(Some("tasks/get"), 200, started.elapsed());
+        return response;
+    }
     let method = body::peek_method(&bytes);
     tracing::Span::current().record("mcp.method", method.as_deref());
-    let mut response = if let Some(reason) = unavailable_reason(&route.state) {
+    let mut response = if let Some(reason) = unavailable {
         refuse_unavailable(&bytes, reason)
     } else if method.as_deref() == Some(listen::METHOD) {
         listen::listen_tasks(route.state.clone(), parts, bytes).await
@@ -161,6 +172,20 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         started.elapsed(),
     );
     response
+}
+
+/// The fast path's answer to a plain `tasks/get` poll ([`crate::fastget`]); `None` sends the
+/// request down the full path.
+async fn fast_get(
+    state: &AppState,
+    parts: &axum::http::request::Parts,
+    bytes: &[u8],
+    arrived: Instant,
+) -> Option<Response> {
+    let fast = state.fast_get.as_deref()?;
+    let caller = crate::auth::Caller::from_parts(parts)?;
+    let poll = crate::fastget::request::parse(&parts.headers, bytes)?;
+    crate::fastget::answer(state, fast, caller, &poll, arrived).await
 }
 
 /// Why this replica cannot serve `/mcp` now: the Kubernetes API server is out of reach (its
