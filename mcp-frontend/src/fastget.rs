@@ -11,6 +11,8 @@
 //! failed read) returns `None` before anything is spent, and the request takes the full path,
 //! which answers it exactly as without the fast path.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::jiff::Timestamp;
@@ -32,6 +34,8 @@ pub struct FastGet {
     pub answers: Answers,
     /// Confirm reads under way.
     pub confirms: Confirms,
+    /// Polls answered by the fast path.
+    served: AtomicU64,
 }
 
 impl FastGet {
@@ -40,7 +44,13 @@ impl FastGet {
         Self {
             answers: Answers::new(budget),
             confirms: Confirms::default(),
+            served: AtomicU64::new(0),
         }
+    }
+
+    /// Polls the fast path has answered so far.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 }
 
@@ -106,6 +116,7 @@ pub async fn answer(
         }
     }
     state.metrics.task_request("tasks/get", crate::metrics::OK);
+    fast.served.fetch_add(1, Ordering::Relaxed);
     let body = answer.render(&request::id_json(&poll.id), interval_ms);
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
