@@ -189,3 +189,77 @@ impl Answers {
         (kept.bytes, kept.by_id.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::SignedDuration;
+    use rmcp::model::{JsonRpcResponse, JsonRpcVersion2_0, RequestId};
+    use serde_json::json;
+
+    use super::*;
+
+    fn working_since(age: SignedDuration) -> McpTask {
+        let created = (Timestamp::now() - age).to_string();
+        serde_json::from_value(json!({
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTask",
+            "metadata": {"name": "t", "creationTimestamp": created, "resourceVersion": "42"},
+            "spec": {"tool": "x", "owner": "o", "pollIntervalMs": 2000},
+            "status": {"status": "working"},
+        }))
+        .expect("an McpTask")
+    }
+
+    /// What the full path sends at `now`: rmcp's response around the mapped task.
+    fn full(task: &McpTask, id: RequestId, now: Timestamp) -> Vec<u8> {
+        let mut result = GetTaskResult::new(wire::detailed_task_at(task, now).unwrap());
+        result.meta = Some(server_info_meta());
+        let response = JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id,
+            result,
+        };
+        serde_json::to_vec(&response).unwrap()
+    }
+
+    #[test]
+    fn the_interval_advised_at_each_poll_is_spliced_into_the_cached_bytes() {
+        for age in [0, 59, 61, 3_600, 86_400 * 30] {
+            let task = working_since(SignedDuration::from_secs(age));
+            let answer = Answer::build(&task).unwrap().unwrap();
+            let now = Timestamp::now();
+            for id in [RequestId::Number(7), RequestId::String("a\"b".into())] {
+                let spliced = answer.render(
+                    &super::super::request::id_json(&id),
+                    answer.poll_interval_ms(now),
+                );
+                assert_eq!(
+                    String::from_utf8(spliced.to_vec()).unwrap(),
+                    String::from_utf8(full(&task, id, now)).unwrap(),
+                    "age {age} s"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_budget_bounds_what_is_kept() {
+        let answers = Answers::new(4096);
+        let task = working_since(SignedDuration::ZERO);
+        for n in 0..100 {
+            answers.keep(&format!("t{n}"), Answer::build(&task).unwrap().unwrap());
+            assert!(answers.usage().0 <= 4096, "{:?}", answers.usage());
+        }
+        let mut big = task.clone();
+        big.status = Some(
+            serde_json::from_value(json!({"status": "completed",
+            "result": {"content": [{"type": "text", "text": "z".repeat(2048)}]}}))
+            .unwrap(),
+        );
+        let kept = answers.keep("big", Answer::build(&big).unwrap().unwrap());
+        assert!(kept.terminal);
+        assert!(
+            answers.get("big", "42").is_none(),
+            "larger than a quarter: not kept"
+        );
+    }
+}

@@ -81,3 +81,99 @@ impl Confirms {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use futures::future::join_all;
+
+    use super::*;
+    use crate::store::memory::MemoryStore;
+    use crate::store::{StoreError, TaskLookups};
+
+    /// The in-memory store whose confirm reads take 10 ms and are counted.
+    #[derive(Default)]
+    struct SlowReads {
+        inner: MemoryStore,
+        reads: AtomicUsize,
+    }
+
+    impl TaskStore for SlowReads {
+        fn create(&self, task: McpTask) -> BoxFuture<'_, Result<Arc<McpTask>, StoreError>> {
+            self.inner.create(task)
+        }
+        fn get<'a>(
+            &'a self,
+            id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
+            self.inner.get(id)
+        }
+        fn get_current<'a>(
+            &'a self,
+            id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<Arc<McpTask>>, StoreError>> {
+            Box::pin(async move {
+                self.reads.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                self.inner.get(id).await
+            })
+        }
+        fn merge_input_responses<'a>(
+            &'a self,
+            id: &'a str,
+            responses: std::collections::BTreeMap<String, serde_json::Value>,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            self.inner.merge_input_responses(id, responses)
+        }
+        fn request_cancel<'a>(
+            &'a self,
+            id: &'a str,
+            at: k8s_openapi::jiff::Timestamp,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            self.inner.request_cancel(id, at)
+        }
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<McpTask>> {
+            self.inner.subscribe()
+        }
+        fn is_synced(&self) -> bool {
+            true
+        }
+        fn active_tasks(&self, owner: &str) -> usize {
+            self.inner.active_tasks(owner)
+        }
+        fn lookups(&self) -> &TaskLookups {
+            self.inner.lookups()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_polls_share_one_read_and_late_ones_wait_for_the_next() {
+        let slow = Arc::new(SlowReads::default());
+        let store: Arc<dyn TaskStore> = slow.clone();
+        let confirms = Confirms::default();
+        // 64 polls arriving together: one read.
+        let arrived = Instant::now();
+        let polls = (0..64).map(|_| confirms.confirm(&store, "t", arrived));
+        assert!(join_all(polls).await.iter().all(Result::is_ok));
+        assert_eq!(slow.reads.load(Ordering::SeqCst), 1);
+        // A poll that arrives while a read is under way does not join it: the read may have
+        // begun before a newer state was answered elsewhere. It shares the next one.
+        let first = Instant::now();
+        let early = confirms.confirm(&store, "t", first);
+        let late = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let arrived = Instant::now();
+            assert!(arrived > first);
+            let answers = join_all((0..8).map(|_| confirms.confirm(&store, "t", arrived))).await;
+            assert!(answers.iter().all(Result::is_ok));
+        };
+        let _ = futures::join!(early, late);
+        assert_eq!(
+            slow.reads.load(Ordering::SeqCst),
+            3,
+            "one for the early poll, one shared by the late ones"
+        );
+    }
+}
