@@ -72,8 +72,10 @@ pub fn router(state: AppState) -> Router {
             config.request_timeout,
         ))
         .layer(
+            // DEBUG, not INFO: a span per request costs every poll, and the tool call's own
+            // span (`crate::trace`) is what traces are about.
             TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                tracing::info_span!(
+                tracing::debug_span!(
                     "mcp_request",
                     http.method = %request.method(),
                     mcp.method = tracing::field::Empty,
