@@ -251,3 +251,34 @@ async fn fast_and_full_paths_apply_the_poll_limits_alike() {
     let served = differ(&[("POLL_RATE_PER_SECOND", "5"), ("POLL_BURST_PER_TASK", "3")]).await;
     assert!(served > 0, "the fast path answered no poll");
 }
+
+/// In-process cost of one poll of a completed task through the whole router, with and without
+/// the fast path, at three result sizes; prints the figures (run with `--ignored --nocapture`;
+/// meaningful only in a release build, and nothing is asserted).
+#[tokio::test]
+#[ignore = "a measurement, not a check"]
+async fn cost_per_poll_by_result_size() {
+    let (fast, full, store) = pair(&[]);
+    for kib in [1, 64, 512] {
+        let text = "r".repeat(kib * 1024);
+        let done = status(json!({"status": "completed",
+            "result": {"content": [{"type": "text", "text": text}]}}));
+        let id = stored_task(&store, anonymous(), Some(done));
+        let body = bodies(&id, &json!(1)).swap_remove(0);
+        let headers = header_sets(&id).swap_remove(0);
+        let mut per_poll = Vec::new();
+        for state in [&fast, &full] {
+            let rounds = 200;
+            let started = std::time::Instant::now();
+            for _ in 0..rounds {
+                let (status, _, _) = raw(state, request(&body, &headers)).await;
+                assert_eq!(status, 200);
+            }
+            per_poll.push(started.elapsed() / rounds);
+        }
+        eprintln!(
+            "{kib} KiB result: fast path {:?} per poll, full path {:?}",
+            per_poll[0], per_poll[1]
+        );
+    }
+}
