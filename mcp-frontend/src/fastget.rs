@@ -115,7 +115,7 @@ pub async fn answer(
             return None;
         }
     }
-    state.metrics.task_request("tasks/get", crate::metrics::OK);
+    state.metrics.served_poll(arrived.elapsed());
     fast.served.fetch_add(1, Ordering::Relaxed);
     let body = answer.render(&request::id_json(&poll.id), interval_ms);
     let mut response = (StatusCode::OK, body).into_response();

@@ -130,11 +130,8 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
     if unavailable.is_none()
         && let Some(response) = fast_get(&route.state, &parts, &bytes, started).await
     {
+        // Counted by the fast path itself (`Metrics::served_poll`).
         tracing::Span::current().record("mcp.method", "tasks/get");
-        route
-            .state
-            .metrics
-            .observe(Some("tasks/get"), 200, started.elapsed());
         return response;
     }
     let method = body::peek_method(&bytes);
