@@ -1,7 +1,7 @@
-//! The pure mapping from an `McpTask` to the JSON of the MCP Tasks extension (2026-07-28): the
-//! `Task` handle, the `CreateTaskResult` of `tools/call`, the `tasks/get` result and the
-//! `notifications/tasks` params. See `docs/DESIGN.md` and the Tasks extension
-//! (https://modelcontextprotocol.github.io/ext-tasks/specification/2026-07-28/tasks.html).
+//! The pure rules from an `McpTask` to the MCP Tasks extension (2026-07-28): the `Task`
+//! handle and the `DetailedTask` that `tasks/get` and `notifications/tasks` carry. The front
+//! end moves them into rmcp's types (its `wire` module), which add `resultType` and `_meta`.
+//! See `docs/DESIGN.md` and the Tasks extension (https://modelcontextprotocol.github.io/ext-tasks/specification/2026-07-28/tasks.html).
 //!
 //! Rules applied here, so that no caller has to remember them:
 //! - the handle is flat; `ttlMs` is always present (`null` = unlimited), `pollIntervalMs` only
@@ -51,18 +51,6 @@ pub enum WireError {
     },
 }
 
-/// The `resultType` of an MCP result.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultType {
-    /// An ordinary, final result (`tasks/get`, `CallToolResult`, acks).
-    Complete,
-    /// A multi round-trip `InputRequiredResult`.
-    InputRequired,
-    /// A `CreateTaskResult` (Tasks extension).
-    Task,
-}
-
 /// The MCP `Task`: the flat task handle.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -102,28 +90,6 @@ pub struct DetailedTask {
     /// The JSON-RPC error (only when `failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskError>,
-}
-
-/// The `CreateTaskResult` a declaring `tools/call` gets: `resultType: task` plus the handle.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateTaskResult {
-    /// Always [`ResultType::Task`].
-    pub result_type: ResultType,
-    /// The handle.
-    #[serde(flatten)]
-    pub task: Task,
-}
-
-/// The result of `tasks/get`: `resultType: complete` plus the detailed task.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct GetTaskResult {
-    /// Always [`ResultType::Complete`].
-    pub result_type: ResultType,
-    /// The detailed task.
-    #[serde(flatten)]
-    pub task: DetailedTask,
 }
 
 /// The MCP `Task` handle of an `McpTask`.
@@ -191,40 +157,6 @@ pub fn build_detailed_task(mcp_task: &McpTask) -> Result<DetailedTask, WireError
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
     Ok(detailed)
-}
-
-/// The `CreateTaskResult` for a `tools/call` that created `mcp_task`.
-pub fn build_create_task_result(mcp_task: &McpTask) -> Result<CreateTaskResult, WireError> {
-    Ok(CreateTaskResult {
-        result_type: ResultType::Task,
-        task: build_task(mcp_task)?,
-    })
-}
-
-/// The result of `tasks/get` for `mcp_task` (without `_meta`, which the front end adds).
-pub fn build_get_task_result(mcp_task: &McpTask) -> Result<GetTaskResult, WireError> {
-    Ok(GetTaskResult {
-        result_type: ResultType::Complete,
-        task: build_detailed_task(mcp_task)?,
-    })
-}
-
-/// The params of a `notifications/tasks` message about `mcp_task` on the `subscriptions/listen`
-/// stream whose JSON-RPC request ID is `subscription_id`: the detailed task plus
-/// `_meta["io.modelcontextprotocol/subscriptionId"]`.
-pub fn build_task_notification_params(
-    mcp_task: &McpTask,
-    subscription_id: &Value,
-) -> Result<Value, WireError> {
-    let detailed = build_detailed_task(mcp_task)?;
-    let mut params = match serde_json::to_value(detailed) {
-        Ok(Value::Object(map)) => map,
-        // A DetailedTask always serializes to an object.
-        _ => Map::new(),
-    };
-    let meta = Map::from_iter([(SUBSCRIPTION_ID_META.to_string(), subscription_id.clone())]);
-    params.insert("_meta".to_string(), Value::Object(meta));
-    Ok(Value::Object(params))
 }
 
 /// Whether a client that declared `client_capabilities` (MCP `ClientCapabilities`) may be shown

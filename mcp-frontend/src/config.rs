@@ -95,6 +95,13 @@ pub struct Config {
     pub discover_ttl_ms: u64,
     /// `TOOLS_LIST_TTL_MS`: cache lifetime clients may give `tools/list`. Default 5000.
     pub tools_list_ttl_ms: u64,
+    /// `FAST_GET`: answer well-formed `tasks/get` polls of known tasks from answers serialized
+    /// once per task state (`crate::fastget`); anything unusual takes the full path either
+    /// way. Default `true`.
+    pub fast_get: bool,
+    /// `ANSWER_CACHE_BYTES`: the most serialized `tasks/get` answers the fast path keeps, in
+    /// bytes (an answer larger than a quarter of it is never kept). Default 67108864 (64 MiB).
+    pub answer_cache_bytes: usize,
     /// Per-caller quotas and input bounds (see [`Limits`]).
     pub limits: Limits,
 }
@@ -228,6 +235,8 @@ impl Config {
                 .unwrap_or_default(),
             discover_ttl_ms: parse(&get, "DISCOVER_TTL_MS", Some(60_000))?,
             tools_list_ttl_ms: parse(&get, "TOOLS_LIST_TTL_MS", Some(5_000))?,
+            fast_get: parse(&get, "FAST_GET", Some(true))?,
+            answer_cache_bytes: parse(&get, "ANSWER_CACHE_BYTES", Some(64 << 20))?,
             limits: Limits::from_get(&get)?,
         };
         if config.auth_mode == AuthMode::None && !config.allow_unauthenticated {

@@ -77,18 +77,39 @@ pub struct Metrics {
     duration: Family<MethodLabels, Histogram>,
     task_requests: Family<TaskRequestLabels, Counter>,
     tool_calls: Family<ToolCallLabels, Counter>,
+    /// The series a `tasks/get` answered by the fast path counts into, resolved once.
+    served_poll: (Counter, Counter, Histogram),
 }
 
 impl Metrics {
     /// Creates the metrics and registers them under the `mcp_frontend` prefix.
     pub fn register(registry: &mut Registry) -> Self {
+        let requests: Family<RequestLabels, Counter> = Family::default();
+        let duration: Family<MethodLabels, Histogram> =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 16)));
+        let task_requests: Family<TaskRequestLabels, Counter> = Family::default();
+        let method = "tasks/get";
+        let served_poll = (
+            requests
+                .get_or_create(&RequestLabels {
+                    method,
+                    status: 200,
+                })
+                .clone(),
+            task_requests
+                .get_or_create(&TaskRequestLabels {
+                    method,
+                    outcome: OK,
+                })
+                .clone(),
+            duration.get_or_create(&MethodLabels { method }).clone(),
+        );
         let metrics = Self {
-            requests: Family::default(),
-            duration: Family::new_with_constructor(|| {
-                Histogram::new(exponential_buckets(0.001, 2.0, 16))
-            }),
-            task_requests: Family::default(),
+            requests,
+            duration,
+            task_requests,
             tool_calls: Family::default(),
+            served_poll,
         };
         // The series a dashboard divides by exist from the start, at 0, in every replica.
         for method in TASK_METHODS {
@@ -137,6 +158,15 @@ impl Metrics {
                 outcome,
             })
             .inc();
+    }
+
+    /// Records one `tasks/get` the fast path answered: as [`Self::observe`] with HTTP 200 and
+    /// [`Self::task_request`] with [`OK`] together, on series resolved at start.
+    pub fn served_poll(&self, elapsed: Duration) {
+        let (requests, task_requests, duration) = &self.served_poll;
+        requests.inc();
+        task_requests.inc();
+        duration.observe(elapsed.as_secs_f64());
     }
 
     /// Records one answered request.

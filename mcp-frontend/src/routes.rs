@@ -72,8 +72,10 @@ pub fn router(state: AppState) -> Router {
             config.request_timeout,
         ))
         .layer(
+            // DEBUG, not INFO: a span per request costs every poll, and the tool call's own
+            // span (`crate::trace`) is what traces are about.
             TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                tracing::info_span!(
+                tracing::debug_span!(
                     "mcp_request",
                     http.method = %request.method(),
                     mcp.method = tracing::field::Empty,
@@ -124,9 +126,17 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         let message = format!("Payload Too Large: request body exceeds {max_body_bytes} bytes");
         return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
     };
+    let unavailable = unavailable_reason(&route.state);
+    if unavailable.is_none()
+        && let Some(response) = fast_get(&route.state, &parts, &bytes, started).await
+    {
+        // Counted by the fast path itself (`Metrics::served_poll`).
+        tracing::Span::current().record("mcp.method", "tasks/get");
+        return response;
+    }
     let method = body::peek_method(&bytes);
     tracing::Span::current().record("mcp.method", method.as_deref());
-    let mut response = if let Some(reason) = unavailable_reason(&route.state) {
+    let mut response = if let Some(reason) = unavailable {
         refuse_unavailable(&bytes, reason)
     } else if method.as_deref() == Some(listen::METHOD) {
         listen::listen_tasks(route.state.clone(), parts, bytes).await
@@ -161,6 +171,20 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
         started.elapsed(),
     );
     response
+}
+
+/// The fast path's answer to a plain `tasks/get` poll ([`crate::fastget`]); `None` sends the
+/// request down the full path.
+async fn fast_get(
+    state: &AppState,
+    parts: &axum::http::request::Parts,
+    bytes: &[u8],
+    arrived: Instant,
+) -> Option<Response> {
+    let fast = state.fast_get.as_deref()?;
+    let caller = crate::auth::Caller::from_parts(parts)?;
+    let poll = crate::fastget::request::parse(&parts.headers, bytes)?;
+    crate::fastget::answer(state, fast, caller, &poll, arrived).await
 }
 
 /// Why this replica cannot serve `/mcp` now: the Kubernetes API server is out of reach (its

@@ -13,6 +13,7 @@ use crate::apihealth::ApiHealth;
 use crate::auth::Auth;
 use crate::authz::Authz;
 use crate::config::{AuthMode, AuthorizationMode, Config};
+use crate::fastget::FastGet;
 use crate::metrics::Metrics;
 use crate::quota::ActiveTaskQuota;
 use crate::ratelimit::RateLimiter;
@@ -53,6 +54,8 @@ pub struct AppState {
     pub api_health: Arc<ApiHealth>,
     /// Reviews sent to the API server; the review caches of `auth` and `authz` count into it.
     pub reviews: ReviewMetrics,
+    /// The `tasks/get` fast path, unless turned off (`FAST_GET=false`).
+    pub fast_get: Option<Arc<FastGet>>,
 }
 
 impl AppState {
@@ -92,6 +95,9 @@ impl AppState {
                     limits.call_burst,
                 ))
             }),
+            fast_get: config
+                .fast_get
+                .then(|| Arc::new(FastGet::new(config.answer_cache_bytes))),
             quota: (limits.max_active_tasks_per_caller > 0)
                 .then(|| Arc::new(ActiveTaskQuota::new(limits.max_active_tasks_per_caller))),
             config: Arc::new(config),

@@ -124,6 +124,14 @@ pub trait TaskStore: Send + Sync + 'static {
         self.get(id)
     }
 
+    /// The `metadata.resourceVersion` of the state [`TaskStore::get`] would find for `id` in
+    /// this replica's cache, without copying the task; `None` when it is not cached (or the
+    /// store keeps no versions). The `tasks/get` fast path keys its answers by it.
+    fn cached_version(&self, id: &str) -> Option<String> {
+        let _ = id;
+        None
+    }
+
     /// Merges `responses` into `spec.inputResponses` (the caller has filtered them to
     /// outstanding keys).
     fn merge_input_responses<'a>(

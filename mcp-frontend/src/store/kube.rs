@@ -275,6 +275,24 @@ impl KubeTaskStore {
         }
     }
 
+    /// The version [`Self::cached`] would return, read in place.
+    fn cached_version(&self, id: &str) -> Option<String> {
+        let guard = self.cache.get(&ObjectRef::new(id).within(&self.namespace));
+        let cached = guard.as_ref().and_then(|guard| guard.0.as_ref().ok());
+        let overlay = self.overlay.lock().unwrap_or_else(PoisonError::into_inner);
+        let own = overlay
+            .get(id)
+            .filter(|(at, _)| at.elapsed() < OVERLAY_TTL)
+            .map(|(_, task)| task.as_ref());
+        let newest = match (cached, own) {
+            (Some(cached), Some(own)) if is_newer(own, cached) => own,
+            (Some(cached), _) => cached,
+            (None, Some(own)) => own,
+            (None, None) => return None,
+        };
+        newest.resource_version()
+    }
+
     async fn patch(&self, id: &str, patch: Value) -> Result<(), StoreError> {
         let params = PatchParams::default();
         let task = self
@@ -367,6 +385,10 @@ impl TaskStore for KubeTaskStore {
             }
             Ok(Some(newest))
         })
+    }
+
+    fn cached_version(&self, id: &str) -> Option<String> {
+        KubeTaskStore::cached_version(self, id)
     }
 
     fn merge_input_responses<'a>(

@@ -26,6 +26,8 @@ pub struct MemoryStore {
     lookups: TaskLookups,
     /// How long a create takes, in milliseconds, as a round trip to the API server does.
     create_latency_ms: AtomicU64,
+    /// The last `metadata.resourceVersion` given out (each stored state gets the next).
+    version: AtomicU64,
 }
 
 impl Default for MemoryStore {
@@ -36,6 +38,7 @@ impl Default for MemoryStore {
             misses: NegativeCache::default(),
             lookups: TaskLookups::default(),
             create_latency_ms: AtomicU64::new(0),
+            version: AtomicU64::new(0),
         }
     }
 }
@@ -49,6 +52,7 @@ impl MemoryStore {
         };
         let mut task = McpTask::clone(current);
         change(&mut task);
+        self.stamp(&mut task);
         let task = Arc::new(task);
         tasks.insert(id.to_owned(), task.clone());
         drop(tasks);
@@ -56,7 +60,8 @@ impl MemoryStore {
     }
 
     /// Stores `task` as is, replacing any task of the same name (as the watch would see it).
-    pub fn insert(&self, task: McpTask) {
+    pub fn insert(&self, mut task: McpTask) {
+        self.stamp(&mut task);
         let task = Arc::new(task);
         self.tasks
             .lock()
@@ -84,6 +89,12 @@ impl MemoryStore {
                 .get_or_insert_with(|| Time(Timestamp::now()));
             let _ = self.changes.send(Arc::new(tombstone));
         }
+    }
+
+    /// Gives `task` the next resource version, as the API server does on every write.
+    fn stamp(&self, task: &mut McpTask) {
+        let version = self.version.fetch_add(1, Ordering::Relaxed) + 1;
+        task.metadata.resource_version = Some(version.to_string());
     }
 
     /// Makes each later create take `latency` before the task is stored and returned.
@@ -150,6 +161,10 @@ impl TaskStore for MemoryStore {
             self.misses.insert(id, Instant::now());
         }
         Box::pin(async move { Ok(task) })
+    }
+
+    fn cached_version(&self, id: &str) -> Option<String> {
+        self.peek(id)?.metadata.resource_version.clone()
     }
 
     fn merge_input_responses<'a>(

@@ -78,3 +78,46 @@ fn a_task_asking_only_what_its_client_cannot_answer_shows_working() {
     assert_eq!(json["status"], "input_required");
     assert_eq!(json["inputRequests"]["go"], ask);
 }
+
+/// Reads `crds/tests/fixtures/wire/<name>`: the JSON the Tasks extension prescribes for each
+/// stored state (`docs/DESIGN.md`).
+fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/../crds/tests/fixtures/wire/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+#[test]
+fn rmcp_types_carry_every_fixture_state_exactly() {
+    for case in [
+        "new",
+        "working",
+        "input_required",
+        "input_answered",
+        "completed",
+        "tool_error",
+        "failed",
+        "cancelled",
+    ] {
+        let stored: McpTask = serde_yaml::from_str(&fixture(&format!("{case}.yaml"))).unwrap();
+        let expected: Value = serde_json::from_str(&fixture(&format!("{case}.get.json"))).unwrap();
+        // At creation, so the advised interval is the tool's own.
+        let created = stored.created_at().expect("stored");
+        let detailed = detailed_task_at(&stored, created).expect("maps");
+        let get = rmcp::model::GetTaskResult::new(detailed);
+        assert_eq!(serde_json::to_value(get).unwrap(), expected, "case {case}");
+    }
+    for case in ["new", "working"] {
+        let stored: McpTask = serde_yaml::from_str(&fixture(&format!("{case}.yaml"))).unwrap();
+        let expected: Value =
+            serde_json::from_str(&fixture(&format!("{case}.create.json"))).unwrap();
+        let mut created = serde_json::to_value(create_task_result(&stored).unwrap()).unwrap();
+        // The fixture's interval is the tool's own; the seed advises it at once.
+        if let Some(interval) = expected.get("pollIntervalMs") {
+            created["pollIntervalMs"] = interval.clone();
+        }
+        assert_eq!(created, expected, "case {case}");
+    }
+}

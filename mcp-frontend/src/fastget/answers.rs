@@ -1,0 +1,265 @@
+//! Serialized `tasks/get` answers, one per task state: built the first time a state is
+//! polled, then copied into each response with the request's `id` (and, for a task not yet
+//! terminal, the `pollIntervalMs` advised at that moment) spliced in.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_crds::wire::poll::advised_poll_interval_ms;
+use rmcp::model::GetTaskResult;
+
+use crate::error::Result;
+use crate::state::server_info_meta;
+use crate::wire;
+
+/// The key rmcp's `Task` serializes the advised interval under (it precedes every payload
+/// member, see [`Answer::build`]).
+const POLL_KEY: &[u8] = b"\"pollIntervalMs\":";
+
+/// One task state's answer, and what a poll must check before it is served.
+#[derive(Debug)]
+pub struct Answer {
+    /// `metadata.resourceVersion` of the state it shows.
+    pub version: String,
+    /// `spec.owner`: only the owner is served.
+    pub owner: String,
+    /// Whether the state is terminal (served without a confirm read).
+    pub terminal: bool,
+    /// Whether the task is being deleted (never served).
+    pub deleted: bool,
+    /// When the task expires, if it does.
+    expires_at: Option<Timestamp>,
+    /// The tool's interval and the creation time, to advise the interval at each poll.
+    poll: Option<(i64, Timestamp)>,
+    /// The interval the serialized JSON carries.
+    fixed_interval_ms: Option<u64>,
+    /// The `result` JSON up to and including `"pollIntervalMs":`, or all of it when the
+    /// interval is fixed (terminal or absent).
+    head: Bytes,
+    /// The rest after the interval's digits; empty when `head` holds everything.
+    tail: Bytes,
+}
+
+impl Answer {
+    /// The answer for `task` as stored; `None` when it has no resource version.
+    pub fn build(task: &McpTask) -> Result<Option<Self>> {
+        let Some(version) = task.resource_version() else {
+            return Ok(None);
+        };
+        let created = task.created_at();
+        let terminal = task.is_terminal();
+        // Serialized at creation, so the interval is the tool's own; a poll of a task not yet
+        // terminal splices in the interval advised at that moment.
+        let at = created.unwrap_or_else(Timestamp::now);
+        let mut result = GetTaskResult::new(wire::detailed_task_at(task, at)?);
+        let fixed_interval_ms = result.task.task.poll_interval_ms;
+        result.meta = Some(server_info_meta());
+        let json = serde_json::to_vec(&result).map_err(|e| crate::error::Error::TaskMapping {
+            task_id: task.task_id().to_owned(),
+            reason: e.to_string(),
+        })?;
+        let json = Bytes::from(json);
+        let poll = match (task.spec.poll_interval_ms, created) {
+            (Some(base), Some(created)) if !terminal => Some((base, created)),
+            _ => None,
+        };
+        // `_meta` (the server's name and version) precedes the task's members, and the
+        // interval precedes the payload, so the first occurrence of the key is the interval.
+        let split = poll.and_then(|_| {
+            let start = json.windows(POLL_KEY.len()).position(|w| w == POLL_KEY)? + POLL_KEY.len();
+            let digits = json[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            Some((start, start + digits))
+        });
+        let (head, tail, poll) = match split {
+            Some((start, end)) => (json.slice(..start), json.slice(end..), poll),
+            None => (json, Bytes::new(), None),
+        };
+        Ok(Some(Self {
+            version: version.to_owned(),
+            owner: task.spec.owner.clone(),
+            terminal,
+            deleted: crate::store::is_deleted(task),
+            expires_at: task.expires_at(),
+            poll,
+            fixed_interval_ms,
+            head,
+            tail,
+        }))
+    }
+
+    /// Whether the task has expired at `now` (its TTL has passed).
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// The interval the answer advises at `now`, as `tasks/get` computes it.
+    pub fn poll_interval_ms(&self, now: Timestamp) -> Option<u64> {
+        let Some((base, created)) = self.poll else {
+            return self.fixed_interval_ms;
+        };
+        advised_poll_interval_ms(Some(base), created, now).and_then(|ms| u64::try_from(ms).ok())
+    }
+
+    /// The whole JSON-RPC response: `{"jsonrpc":"2.0","id":<id>,"result":<answer>}`, advising
+    /// `interval_ms` when the interval is spliced.
+    pub fn render(&self, id_json: &[u8], interval_ms: Option<u64>) -> Bytes {
+        const PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+        const RESULT: &[u8] = b",\"result\":";
+        let mut out = BytesMut::with_capacity(
+            PREFIX.len() + id_json.len() + RESULT.len() + self.head.len() + self.tail.len() + 24,
+        );
+        out.put_slice(PREFIX);
+        out.put_slice(id_json);
+        out.put_slice(RESULT);
+        out.put_slice(&self.head);
+        if self.poll.is_some() {
+            out.put_slice(interval_ms.unwrap_or_default().to_string().as_bytes());
+            out.put_slice(&self.tail);
+        }
+        out.put_u8(b'}');
+        out.freeze()
+    }
+
+    /// The bytes this answer holds.
+    pub fn size(&self) -> usize {
+        self.head.len() + self.tail.len() + self.version.len() + self.owner.len()
+    }
+}
+
+/// The answers of polled tasks by task ID, the newest state polled of each, within a byte
+/// budget: when a new answer would exceed it, the answers kept so far are dropped (they are
+/// rebuilt on their next poll), and an answer larger than a quarter of it is never kept.
+#[derive(Debug)]
+pub struct Answers {
+    budget: usize,
+    inner: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    by_id: HashMap<String, Arc<Answer>>,
+    bytes: usize,
+}
+
+impl Answers {
+    /// An empty cache of at most `budget` bytes.
+    pub fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// The answer kept for `id` when it shows `version`.
+    pub fn get(&self, id: &str, version: &str) -> Option<Arc<Answer>> {
+        let kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.by_id.get(id).filter(|a| a.version == version).cloned()
+    }
+
+    /// Keeps `answer` as the one for `id` (within the budget) and returns it.
+    pub fn keep(&self, id: &str, answer: Answer) -> Arc<Answer> {
+        let answer = Arc::new(answer);
+        let size = answer.size() + id.len();
+        if size > self.budget / 4 {
+            return answer;
+        }
+        let mut kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = kept.by_id.remove(id) {
+            kept.bytes -= old.size() + id.len();
+        }
+        if kept.bytes + size > self.budget {
+            kept.by_id.clear();
+            kept.bytes = 0;
+        }
+        kept.bytes += size;
+        kept.by_id.insert(id.to_owned(), answer.clone());
+        answer
+    }
+
+    /// Bytes held by the kept answers, and how many there are.
+    pub fn usage(&self) -> (usize, usize) {
+        let kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        (kept.bytes, kept.by_id.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::SignedDuration;
+    use rmcp::model::{JsonRpcResponse, JsonRpcVersion2_0, RequestId};
+    use serde_json::json;
+
+    use super::*;
+
+    fn working_since(age: SignedDuration) -> McpTask {
+        let created = (Timestamp::now() - age).to_string();
+        serde_json::from_value(json!({
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTask",
+            "metadata": {"name": "t", "creationTimestamp": created, "resourceVersion": "42"},
+            "spec": {"tool": "x", "owner": "o", "pollIntervalMs": 2000},
+            "status": {"status": "working"},
+        }))
+        .expect("an McpTask")
+    }
+
+    /// What the full path sends at `now`: rmcp's response around the mapped task.
+    fn full(task: &McpTask, id: RequestId, now: Timestamp) -> Vec<u8> {
+        let mut result = GetTaskResult::new(wire::detailed_task_at(task, now).unwrap());
+        result.meta = Some(server_info_meta());
+        let response = JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id,
+            result,
+        };
+        serde_json::to_vec(&response).unwrap()
+    }
+
+    #[test]
+    fn the_interval_advised_at_each_poll_is_spliced_into_the_cached_bytes() {
+        for age in [0, 59, 61, 3_600, 86_400 * 30] {
+            let task = working_since(SignedDuration::from_secs(age));
+            let answer = Answer::build(&task).unwrap().unwrap();
+            let now = Timestamp::now();
+            for id in [RequestId::Number(7), RequestId::String("a\"b".into())] {
+                let spliced = answer.render(
+                    &super::super::request::id_json(&id),
+                    answer.poll_interval_ms(now),
+                );
+                assert_eq!(
+                    String::from_utf8(spliced.to_vec()).unwrap(),
+                    String::from_utf8(full(&task, id, now)).unwrap(),
+                    "age {age} s"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_budget_bounds_what_is_kept() {
+        let answers = Answers::new(4096);
+        let task = working_since(SignedDuration::ZERO);
+        for n in 0..100 {
+            answers.keep(&format!("t{n}"), Answer::build(&task).unwrap().unwrap());
+            assert!(answers.usage().0 <= 4096, "{:?}", answers.usage());
+        }
+        let mut big = task.clone();
+        big.status = Some(
+            serde_json::from_value(json!({"status": "completed",
+            "result": {"content": [{"type": "text", "text": "z".repeat(2048)}]}}))
+            .unwrap(),
+        );
+        let kept = answers.keep("big", Answer::build(&big).unwrap().unwrap());
+        assert!(kept.terminal);
+        assert!(
+            answers.get("big", "42").is_none(),
+            "larger than a quarter: not kept"
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! The `tasks/get` fast path against the full path: two front ends over one task store, one
+//! with `FAST_GET=false`, get the same requests; every answer must be byte-identical (status,
+//! `Content-Type` and body bytes), for every task state and every malformed variant. The
+//! cases are the cross product of states × request IDs × body variants × header variants.
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::*;
+
+/// Two front ends over the same store: with the fast path, and without it. Each has its own
+/// limiters, which see the same requests in the same order.
+fn pair(vars: &[(&str, &str)]) -> (AppState, AppState, Arc<MemoryStore>) {
+    let (fast, store) = test_state_with(vars);
+    let mut off = vars.to_vec();
+    off.push(("FAST_GET", "false"));
+    let (mut full, _) = test_state_with(&off);
+    full.tasks = fast.tasks.clone();
+    assert!(fast.fast_get.is_some() && full.fast_get.is_none());
+    (fast, full, store)
+}
+
+/// Status, `Content-Type` and body bytes of `request` through `state`.
+async fn raw(state: &AppState, request: Request<Body>) -> (u16, Option<String>, Vec<u8>) {
+    let response = crate::app(state.clone()).oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, content_type, body.to_vec())
+}
+
+/// A request with `body` (raw bytes) and `headers` (name, value), on top of Host.
+fn request(body: &[u8], headers: &[(&str, String)]) -> Request<Body> {
+    let mut builder = Request::post("/mcp").header("host", "localhost:8080");
+    for (name, value) in headers {
+        builder = builder.header(*name, value.as_str());
+    }
+    builder.body(Body::from(body.to_vec())).unwrap()
+}
+
+/// The states a task can be shown in, each stored under its own ID; returns the IDs.
+fn store_states(store: &MemoryStore) -> Vec<String> {
+    let large = "x".repeat(512 * 1024);
+    let mid = "y".repeat(64 * 1024);
+    let ask = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "Go?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}});
+    let statuses = [
+        json!({"status": "working"}),
+        json!({"status": "working", "statusMessage": "step 2 of 3 \"quoted\" \u{e9}"}),
+        json!({"status": "input_required", "inputRequests": {"go": ask}}),
+        json!({"status": "completed", "result": {"content": [{"type": "text", "text": "hi"}]}}),
+        json!({"status": "completed", "result": {"content": [{"type": "text", "text": mid}]}}),
+        json!({"status": "completed", "result": {"content": [{"type": "text", "text": large}],
+            "structuredContent": {"pollIntervalMs": 1}}}),
+        json!({"status": "completed", "statusMessage": "done",
+            "result": {"content": [], "isError": true}}),
+        json!({"status": "failed", "error": {"code": -32603, "message": "boom",
+            "data": {"reason": "BackoffLimitExceeded"}}}),
+        json!({"status": "failed", "error": {"code": -32000, "message": "tool said no"}}),
+        json!({"status": "cancelled", "statusMessage": "cancelled by the client"}),
+    ];
+    let mut ids: Vec<String> = statuses
+        .into_iter()
+        .map(|s| stored_task(store, anonymous(), Some(status(s))))
+        .collect();
+    // Not written by the operator yet; without an interval; another caller's; expired.
+    ids.push(stored_task(store, anonymous(), None));
+    let bare = stored_task(store, anonymous(), working());
+    store.update(&bare, |t| t.spec.poll_interval_ms = None);
+    ids.push(bare);
+    ids.push(stored_task(store, "someone-else", working()));
+    let expired = stored_task(store, anonymous(), working());
+    store.update(&expired, |t| {
+        let long_ago = Timestamp::now() - SignedDuration::from_hours(3);
+        t.metadata.creation_timestamp = Some(Time(long_ago));
+    });
+    ids.push(expired);
+    let deleted = stored_task(store, anonymous(), working());
+    store.delete(&deleted);
+    ids.push(deleted);
+    // Unknown, and not a task ID at all.
+    ids.push(task_id::generate());
+    ids.push("../etc".to_owned());
+    ids
+}
+
+/// Body variants of a poll of `task` with request ID `id`: the plain form first.
+fn bodies(task: &str, id: &Value) -> Vec<Vec<u8>> {
+    let plain = json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get",
+        "params": {"taskId": task, "_meta": meta(true)}});
+    let mut variants = vec![plain.clone()];
+    let mut with = |edit: &dyn Fn(&mut Value)| {
+        let mut body = plain.clone();
+        edit(&mut body);
+        variants.push(body);
+    };
+    with(&|b| b["extra"] = json!(1));
+    with(&|b| b["params"]["extra"] = json!(1));
+    with(&|b| drop(b["params"].as_object_mut().unwrap().remove("taskId")));
+    with(&|b| b["params"]["taskId"] = json!(7));
+    with(&|b| drop(b["params"].as_object_mut().unwrap().remove("_meta")));
+    with(&|b| b["params"]["_meta"]["progressToken"] = json!("p"));
+    with(&|b| {
+        b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25")
+    });
+    with(&|b| b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({}));
+    with(&|b| {
+        drop(
+            b["params"]["_meta"]
+                .as_object_mut()
+                .unwrap()
+                .remove("io.modelcontextprotocol/clientInfo"),
+        )
+    });
+    with(&|b| b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!(5));
+    with(&|b| b["jsonrpc"] = json!("1.0"));
+    with(&|b| drop(b.as_object_mut().unwrap().remove("id")));
+    with(&|b| b["params"] = json!([task]));
+    let mut raw: Vec<Vec<u8>> = variants
+        .iter()
+        .map(|v| v.to_string().into_bytes())
+        .collect();
+    let text = plain.to_string();
+    raw.push(serde_json::to_vec_pretty(&plain).unwrap());
+    raw.push(text.as_bytes()[..text.len() - 3].to_vec());
+    raw.push(format!("{text} {{}}").into_bytes());
+    raw.push(format!("[{text}]").into_bytes());
+    raw.push(
+        text.replacen(
+            "\"jsonrpc\":\"2.0\"",
+            "\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\"",
+            1,
+        )
+        .into_bytes(),
+    );
+    raw.push(text.replacen("tasks/get", "tasks\\/get", 1).into_bytes());
+    raw
+}
+
+/// Header variants for a poll of `task`: the standard set first.
+fn header_sets(task: &str) -> Vec<Vec<(&'static str, String)>> {
+    let standard = vec![
+        ("content-type", "application/json".to_owned()),
+        ("accept", "application/json, text/event-stream".to_owned()),
+        ("mcp-method", "tasks/get".to_owned()),
+        ("mcp-name", task.to_owned()),
+        ("mcp-protocol-version", V.to_owned()),
+    ];
+    let replaced = |name: &'static str, value: Option<&str>| {
+        let mut set: Vec<_> = standard
+            .iter()
+            .filter(|(n, _)| *n != name)
+            .cloned()
+            .collect();
+        if let Some(value) = value {
+            set.push((name, value.to_owned()));
+        }
+        set
+    };
+    let mut sets = vec![standard.clone()];
+    sets.push(replaced("mcp-name", Some("someone-elses-task")));
+    sets.push(replaced("mcp-name", None));
+    sets.push(replaced("mcp-method", Some("tasks/cancel")));
+    sets.push(replaced("mcp-protocol-version", None));
+    sets.push(replaced("mcp-protocol-version", Some("2025-11-25")));
+    sets.push(replaced("accept", Some("application/json")));
+    sets.push(replaced(
+        "accept",
+        Some("application/json;q=0, text/event-stream"),
+    ));
+    sets.push(replaced(
+        "content-type",
+        Some("application/json; charset=utf-8"),
+    ));
+    sets.push(replaced("content-type", Some("text/plain")));
+    let mut session = standard.clone();
+    session.push(("mcp-session-id", "s-1".to_owned()));
+    sets.push(session);
+    let mut twice = standard.clone();
+    twice.push(("mcp-name", task.to_owned()));
+    sets.push(twice);
+    sets
+}
+
+async fn differ(vars: &[(&str, &str)]) -> u64 {
+    let (fast, full, store) = pair(vars);
+    let ids = [
+        json!(1),
+        json!(0),
+        json!(-5),
+        json!(i64::MAX),
+        json!(u64::MAX),
+        json!(1.5),
+        json!("abc"),
+        json!(""),
+        json!("\u{e9}\"\\"),
+        json!(null),
+        json!(true),
+        json!({}),
+    ];
+    let mut cases = 0;
+    for task in store_states(&store) {
+        // Young again (unless expired on purpose), so the advised interval stays the tool's
+        // own however long this slow test takes; the new state also rebuilds the answer.
+        if store
+            .peek(&task)
+            .is_some_and(|t| !t.is_expired(Timestamp::now()))
+        {
+            store.update(&task, |t| {
+                t.metadata.creation_timestamp = Some(Time(Timestamp::now()));
+            });
+        }
+        for (n, id) in ids.iter().enumerate() {
+            let headers = header_sets(&task);
+            for (b, body) in bodies(&task, id).iter().enumerate() {
+                // Every header variant with the plain body; every body with the standard headers.
+                let sets: &[_] = if b == 0 { &headers } else { &headers[..1] };
+                for set in sets {
+                    let want = raw(&full, request(body, set)).await;
+                    let got = raw(&fast, request(body, set)).await;
+                    assert!(
+                        got == want,
+                        "task {task}, id #{n}, body #{b}, headers {set:?}:\nfast {} {:?} {}\nfull {} {:?} {}",
+                        got.0,
+                        got.1,
+                        String::from_utf8_lossy(&got.2[..got.2.len().min(600)]),
+                        want.0,
+                        want.1,
+                        String::from_utf8_lossy(&want.2[..want.2.len().min(600)]),
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert!(cases > 5_000, "{cases} cases");
+    // The answers were counted alike, by method and status and by task outcome.
+    assert_eq!(counts(&fast), counts(&full));
+    fast.fast_get.as_ref().unwrap().served()
+}
+
+/// The request and task-request counters of `state`, as `/metrics` shows them.
+fn counts(state: &AppState) -> Vec<String> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &state.registry).unwrap();
+    let counted = [
+        "mcp_frontend_requests_total",
+        "mcp_frontend_task_requests_total",
+    ];
+    let lines = text
+        .lines()
+        .filter(|l| counted.iter().any(|c| l.starts_with(c)));
+    let mut lines: Vec<String> = lines.map(str::to_owned).collect();
+    lines.sort();
+    assert!(lines.iter().any(|l| l.contains("tasks/get")), "{text}");
+    lines
+}
+
+#[tokio::test(start_paused = true)]
+async fn fast_and_full_paths_answer_byte_identically() {
+    let served = differ(&[]).await;
+    // Ten servable states × four IDs rmcp reads (1, 0, -5, i64::MAX, "abc", "", an escaped
+    // string) took the fast path, twice for the pretty-printed and escaped bodies.
+    assert!(
+        served >= 12 * 7,
+        "the fast path answered only {served} polls"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fast_and_full_paths_apply_the_poll_limits_alike() {
+    let served = differ(&[("POLL_RATE_PER_SECOND", "5"), ("POLL_BURST_PER_TASK", "3")]).await;
+    assert!(served > 0, "the fast path answered no poll");
+}
+
+/// In-process cost of one poll of a completed task through the whole router, with and without
+/// the fast path, at three result sizes; prints the figures (run with `--ignored --nocapture`;
+/// meaningful only in a release build, and nothing is asserted).
+#[tokio::test]
+#[ignore = "a measurement, not a check"]
+async fn cost_per_poll_by_result_size() {
+    let (fast, full, store) = pair(&[]);
+    for kib in [1, 64, 512] {
+        let text = "r".repeat(kib * 1024);
+        let done = status(json!({"status": "completed",
+            "result": {"content": [{"type": "text", "text": text}]}}));
+        let id = stored_task(&store, anonymous(), Some(done));
+        let body = bodies(&id, &json!(1)).swap_remove(0);
+        let headers = header_sets(&id).swap_remove(0);
+        let mut per_poll = Vec::new();
+        for state in [&fast, &full] {
+            let rounds = 200;
+            let started = std::time::Instant::now();
+            for _ in 0..rounds {
+                let (status, _, _) = raw(state, request(&body, &headers)).await;
+                assert_eq!(status, 200);
+            }
+            per_poll.push(started.elapsed() / rounds);
+        }
+        eprintln!(
+            "{kib} KiB result: fast path {:?} per poll, full path {:?}",
+            per_poll[0], per_poll[1]
+        );
+    }
+}
