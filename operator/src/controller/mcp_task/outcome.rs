@@ -136,7 +136,8 @@ impl Decision {
         }
     }
 
-    fn with(outcome: Outcome, action: Action) -> Self {
+    /// `outcome`, after `action`.
+    pub fn with(outcome: Outcome, action: Action) -> Self {
         Self {
             outcome,
             action: Some(action),
