@@ -1,7 +1,9 @@
 //! What a Job's own policies add to the observation of its pod: a Job suspended for an
 //! external queue (Kueue) is waiting for admission, not failing to start; a Job that retries
-//! disruptions (`McpTool.spec.retryOnDisruption`) starts a new pod after an evicted one, so the
-//! eviction is a retry, not the task's end, until the Job itself fails.
+//! disruptions (`McpTool.spec.retryOnDisruption`) starts a new pod after an evicted (or
+//! deleted) one, so the eviction is a retry, not the task's end, until the Job itself fails. NB:
+//! an evicted pod may be seen deleted before its `DisruptionTarget` condition is, so a deleted
+//! pod counts too (the Job counts it against its backoff limit as well).
 //!
 //! Pure: the Job and the observed [`Workload`] in, the workload as the task should see it out.
 
@@ -25,7 +27,7 @@ pub fn adjust(workload: Workload, job: Option<&Job>) -> Workload {
             detail: admission_message(job),
         },
         Workload::Failed {
-            reason: FailureReason::Evicted | FailureReason::NodeLost,
+            reason: FailureReason::Evicted | FailureReason::NodeLost | FailureReason::PodDeleted,
             detail,
         } if retries(job) && !job_failed(job) => {
             let why = detail.map(|d| format!(": {d}")).unwrap_or_default();

@@ -415,3 +415,5 @@ fn label_value(s: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy;

@@ -48,6 +48,15 @@ fn an_eviction_is_a_retry_only_for_a_retrying_job_that_has_not_failed() {
     };
     assert_eq!(detail, "Retrying after a disruption: EvictionByEvictionAPI");
 
+    let deleted = Workload::Failed {
+        reason: FailureReason::PodDeleted,
+        detail: None,
+    };
+    let Workload::Starting { detail } = adjust(deleted, Some(&retrying)) else {
+        panic!("a deleted pod of a retrying Job is no retry");
+    };
+    assert_eq!(detail, "Retrying after a disruption");
+
     let once = job(json!({"spec": {"backoffLimit": 0, "template": {}}}));
     assert_eq!(adjust(evicted(), Some(&once)), evicted());
 
