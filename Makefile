@@ -69,6 +69,14 @@ kwok-up: ## fake nodes on the running local cluster: make kwok-up NODES=50 (defa
 kwok-down: ## delete the fake nodes and stop kwok
 	hack/kwok.sh stop
 
+.PHONY: kueue-up
+kueue-up: ## Kueue on the running local cluster (built from the Go module proxy, then cached)
+	hack/kueue.sh start
+
+.PHONY: kueue-down
+kueue-down: ## remove Kueue (its CRDs, queues and workloads) from the running local cluster
+	hack/kueue.sh stop
+
 # Not in `make test` yet: a cold kwok build adds about 10 min to a fresh machine's run.
 .PHONY: kwok-test
 kwok-test: ## fake-node tests on the running local cluster (starts kwok with 2 nodes)
@@ -106,6 +114,7 @@ integration: ## integration and end-to-end tests against the running local clust
 	IMAGE_TAG=$(MTO_IMAGE_TAG) PROFILE=debug hack/build-images.sh
 	examples/build-images.sh
 	cargo build --locked -p kubectl-mcp -p mcp-bridge
+	hack/kueue.sh start
 	MTO_CLIENTS=$$(hack/clients.sh) MTO_SERVERS=$$(hack/mcp-servers.sh) \
 	MTO_PROMTOOL=$$(hack/build-promtool.sh | tail -n 1) \
 	MTO_JAEGER_BIN=$$(hack/build-jaeger.sh) \

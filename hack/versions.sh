@@ -27,6 +27,10 @@ PROMTOOL_BIN=${PROMTOOL_BIN:-$MTO_CACHE/promtool-$PROMETHEUS_MODULE_VERSION/prom
 # hack/build-jaeger.sh from the Go module proxy.
 JAEGER_VERSION=${JAEGER_VERSION:-v1.76.0}
 JAEGER_BIN=${JAEGER_BIN:-$MTO_CACHE/jaeger-$JAEGER_VERSION/jaeger}
+# Kueue (admission of suspended Jobs through queues; the Kueue tests' real queue), built by
+# hack/build-kueue.sh from the Go module proxy, with its manifests rendered from the same source.
+KUEUE_VERSION=${KUEUE_VERSION:-v0.17.0}
+KUEUE_DIR=${KUEUE_DIR:-$MTO_CACHE/kueue-$KUEUE_VERSION}
 
 # cargo-cyclonedx (CycloneDX SBOMs from Cargo.lock), installed by hack/sbom.sh.
 CYCLONEDX_VERSION=${CYCLONEDX_VERSION:-0.5.9}

@@ -34,6 +34,22 @@ pub const MAX_IMMEDIATE_RESULT_MS: i64 = 30_000;
 pub const DEFAULT_SYNC_TIMEOUT_SECONDS: i64 = 60;
 /// Default `spec.cancelGracePeriodSeconds`: a cancelled container has 30 s to stop by itself.
 pub const DEFAULT_CANCEL_GRACE_PERIOD_SECONDS: i64 = 30;
+/// Largest `spec.maxConcurrentTasks`.
+pub const MAX_CONCURRENT_TASKS: i64 = 10_000;
+/// Most entries in `spec.jobLabels`, and in `spec.jobAnnotations`.
+pub const MAX_JOB_METADATA_ENTRIES: usize = 16;
+/// Largest value of a `spec.jobAnnotations` entry, in characters.
+pub const MAX_JOB_ANNOTATION_VALUE: usize = 1024;
+/// Label and annotation keys a tool may not set on its Jobs: the operator's own (its watches
+/// select on `app.kubernetes.io/managed-by`) and Kueue's queue name (set by `spec.queueName`).
+pub const RESERVED_JOB_KEY_PREFIX: &str = "mcptasks.io/";
+/// See [`RESERVED_JOB_KEY_PREFIX`].
+pub const RESERVED_JOB_KEYS: [&str; 2] =
+    ["app.kubernetes.io/managed-by", "kueue.x-k8s.io/queue-name"];
+/// Largest `spec.retryOnDisruption`.
+pub const MAX_DISRUPTION_RETRIES: i64 = 10;
+/// Largest `spec.idleTimeoutSeconds`: one day.
+pub const MAX_IDLE_TIMEOUT_SECONDS: i64 = 86_400;
 /// Type of the condition that says whether the front end offers the tool.
 pub const READY_CONDITION: &str = "Ready";
 
@@ -200,6 +216,63 @@ pub struct McpToolSpec {
     /// cannot report a result, an error or an input request in the tool's name.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub message_nonce: bool,
+
+    /// Most tasks of this tool (in the namespace) whose Job exists at once (1 to 10000;
+    /// unset means no limit). A task beyond it stays `working` with the status message
+    /// "Queued: N ahead" and no Job, and is admitted in creation order (creationTimestamp,
+    /// then name) as earlier tasks end. A queued task can be cancelled, and expires as usual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub max_concurrent_tasks: Option<i64>,
+
+    /// Labels added to each call's Job (not to its pod: set those in template.metadata), at
+    /// most 16. Keys under `mcptasks.io/`, `app.kubernetes.io/managed-by` and
+    /// `kueue.x-k8s.io/queue-name` (set it with queueName) are refused; the operator's own
+    /// labels win over any other of the same key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 16))]
+    #[x_kube(validation = Rule::new(
+        "self.all(k, !k.startsWith('mcptasks.io/') && k != 'app.kubernetes.io/managed-by' && k != 'kueue.x-k8s.io/queue-name')"
+    ).message("jobLabels may not set keys under mcptasks.io/, app.kubernetes.io/managed-by or kueue.x-k8s.io/queue-name (use queueName)"))]
+    pub job_labels: Option<BTreeMap<String, String>>,
+
+    /// Annotations added to each call's Job, at most 16, each value at most 1024 characters.
+    /// Keys under `mcptasks.io/` are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 16))]
+    #[x_kube(
+        validation = Rule::new("self.all(k, !k.startsWith('mcptasks.io/'))")
+            .message("jobAnnotations may not set keys under mcptasks.io/"),
+        validation = Rule::new("self.all(k, size(self[k]) <= 1024)")
+            .message("jobAnnotations values are at most 1024 characters")
+    )]
+    pub job_annotations: Option<BTreeMap<String, String>>,
+
+    /// Name of the Kueue LocalQueue (in the tool's namespace) that admits each call's Job: the
+    /// Job gets the label `kueue.x-k8s.io/queue-name` and is created suspended, and the task
+    /// stays `working` with "Waiting for admission by queue <name>" until Kueue admits
+    /// (resumes) it. A cancel or the TTL ends a waiting task as any other. Without Kueue
+    /// installed, the Job stays suspended until its task ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"))]
+    pub queue_name: Option<String>,
+
+    /// For idempotent tools: how often a call's pod is started again after a disruption
+    /// (eviction, preemption, a lost node), 1 to 10. Unset (the default) runs each call once.
+    /// Only disruptions are retried (a Kubernetes podFailurePolicy): any non-zero exit of the
+    /// tool container fails the Job at once, so a tool's own failure never runs twice. The
+    /// task's status message shows the attempt (such as "Running (attempt 2 of 3)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10))]
+    pub retry_on_disruption: Option<i64>,
+
+    /// Ends a call whose tool container prints nothing (no stdout line, no message) for this
+    /// many seconds, 1 to 86400: the task fails with data.reason IdleTimeout and its Job is
+    /// stopped. Unset (the default) means no idle limit. Counted by the operator replica that
+    /// follows the log: a failover starts the count again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub idle_timeout_seconds: Option<i64>,
 }
 
 /// Whether calls of a tool run as MCP tasks.

@@ -40,6 +40,9 @@ pub struct Context {
     pub trigger: UnboundedSender<TaskRef>,
     /// The McpTool controller's cache of tools, once that controller runs.
     pub tools: OnceLock<Store<DeserializeGuard<McpTool>>>,
+    /// The McpTask controller's cache of tasks, once that controller runs (the tool
+    /// concurrency limit's queue is read from it).
+    pub tasks: OnceLock<Store<DeserializeGuard<McpTask>>>,
     /// Where reconciles record that they run, for the liveness probe.
     pub liveness: Arc<Liveness>,
     last_writes: Mutex<HashMap<String, Instant>>,
@@ -73,6 +76,7 @@ impl Context {
             followers: Followers::default(),
             trigger,
             tools: OnceLock::new(),
+            tasks: OnceLock::new(),
             liveness: Arc::default(),
             last_writes: Mutex::new(HashMap::new()),
         }

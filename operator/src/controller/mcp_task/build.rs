@@ -6,18 +6,25 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, ObjectFieldSelector, PodSpec,
     PodTemplateSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
-use mcp_task_operator_crds::mcp_tool::tool_container_index;
+use mcp_task_operator_crds::mcp_tool::{
+    MAX_JOB_METADATA_ENTRIES, RESERVED_JOB_KEY_PREFIX, RESERVED_JOB_KEYS, tool_container_index,
+};
 use mcp_task_operator_crds::{
     CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool, TRACEPARENT_ANNOTATION,
 };
 use mcp_task_operator_telemetry::TraceParent;
+
+use super::attempts::QUEUE_NAME_LABEL;
 
 use crate::config::Config;
 use crate::contract::yaml_safe::escape_refused_json;
@@ -87,17 +94,31 @@ pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job,
             field: "metadata.uid",
         })?;
     let labels = job_labels(task, tool);
+    let mut job_meta_labels = tool_job_metadata(tool.spec.job_labels.as_ref());
+    job_meta_labels.extend(labels.clone());
+    if let Some(queue) = &tool.spec.queue_name {
+        job_meta_labels.insert(QUEUE_NAME_LABEL.to_owned(), queue.clone());
+    }
+    let annotations = tool_job_metadata(tool.spec.job_annotations.as_ref());
+    let retries = tool.spec.retry_on_disruption.filter(|n| *n > 0);
     Ok(Job {
         metadata: ObjectMeta {
             name: Some(name),
             namespace: Some(namespace),
-            labels: Some(labels.clone()),
+            labels: Some(job_meta_labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
         spec: Some(JobSpec {
-            // One attempt: a tool call is not idempotent in general.
-            backoff_limit: Some(0),
+            // One attempt, unless the tool opts in to retries of disruptions only: a tool call
+            // is not idempotent in general.
+            backoff_limit: Some(retries.map_or(0, |n| i32::try_from(n).unwrap_or(0))),
+            pod_failure_policy: retries
+                .and(tool.tool_container())
+                .map(|c| disruptions_only(&c.name)),
+            // Created suspended for an external queue (Kueue), which resumes it on admission.
+            suspend: tool.spec.queue_name.as_ref().map(|_| true),
             completions: Some(1),
             parallelism: Some(1),
             // Never start a replacement pod while the first one is still terminating.
@@ -111,6 +132,48 @@ pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job,
         }),
         status: None,
     })
+}
+
+/// The tool's own Job labels or annotations, without the keys it may not set (the schema
+/// refuses them; an object stored under an older schema may still hold them).
+fn tool_job_metadata(extra: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    extra
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| {
+            !k.starts_with(RESERVED_JOB_KEY_PREFIX) && !RESERVED_JOB_KEYS.contains(&k.as_str())
+        })
+        .take(MAX_JOB_METADATA_ENTRIES)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The pod failure policy of a tool that retries disruptions: a pod disrupted (evicted,
+/// preempted, its node lost: condition `DisruptionTarget`) counts against the backoff limit
+/// and is replaced; any non-zero exit of the tool container fails the Job at once. NB: the
+/// disruption rule comes first, as a disrupted container exits non-zero too.
+fn disruptions_only(tool_container: &str) -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![
+            PodFailurePolicyRule {
+                action: "Count".to_owned(),
+                on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                    type_: "DisruptionTarget".to_owned(),
+                    status: "True".to_owned(),
+                }]),
+                on_exit_codes: None,
+            },
+            PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: Some(tool_container.to_owned()),
+                    operator: "NotIn".to_owned(),
+                    values: vec![0],
+                }),
+                on_pod_conditions: None,
+            },
+        ],
+    }
 }
 
 /// Labels shared by the Job and its pod: `app.kubernetes.io/*` plus task and tool.
@@ -340,3 +403,5 @@ fn label_value(s: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy;

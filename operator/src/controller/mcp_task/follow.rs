@@ -91,6 +91,8 @@ pub struct FollowState {
     /// The pod whose log this is.
     pod_uid: String,
     started_at: Instant,
+    /// When the log last grew (or the follower started).
+    last_output: Instant,
     /// Whether a stream has ended at least once.
     ended_once: bool,
     verdict: Verdict,
@@ -106,6 +108,7 @@ impl Default for FollowState {
             catch_up_to: 0,
             pod_uid: String::new(),
             started_at: Instant::now(),
+            last_output: Instant::now(),
             ended_once: false,
             verdict: Verdict::Reading,
         }
@@ -126,6 +129,12 @@ pub struct FollowView {
 }
 
 impl FollowState {
+    /// How long the tool container has printed nothing, as this follower saw it (from its
+    /// start, after a failover).
+    pub fn idle_for(&self) -> Duration {
+        self.last_output.elapsed()
+    }
+
     /// What the reconciler may rely on now.
     pub fn view(&self) -> FollowView {
         let ready = self.bytes >= self.catch_up_to

@@ -1,10 +1,13 @@
 //! The `McpTask` controller, split into its steps: build the Job, observe its pod, follow its
 //! logs, map what the pod did to a task status, and the API calls that carry it out.
 
+pub mod admission;
 pub mod apply;
+pub mod attempts;
 pub mod build;
 pub mod condition;
 pub mod follow;
+pub mod idle;
 pub mod job_record;
 pub mod nonce;
 pub mod notify;
@@ -64,6 +67,7 @@ pub async fn run(
     let controller = Controller::new(tasks, watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(MAX_RECONCILES));
     let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
+    let _ = ctx.tasks.set(controller.store());
     controller
         .owns(jobs, managed.clone())
         // A pod's Job is named after its task, and the Job controller labels the pod with it.

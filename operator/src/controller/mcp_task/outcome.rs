@@ -136,7 +136,8 @@ impl Decision {
         }
     }
 
-    fn with(outcome: Outcome, side_effect: SideEffect) -> Self {
+    /// `outcome`, after `side_effect`.
+    pub fn with(outcome: Outcome, side_effect: SideEffect) -> Self {
         Self {
             outcome,
             side_effect: Some(side_effect),

@@ -16,6 +16,7 @@ mod ensure;
 mod expire;
 mod inspect;
 mod progress;
+mod queue;
 mod write;
 
 use std::sync::Arc;
@@ -35,7 +36,8 @@ use super::build::task_traceparent;
 use super::follow::FollowState;
 use super::job_record;
 use super::observe::{Workload, select_pod, tool_container_finished};
-use super::outcome::{Observation, cancel_requested_at, decide};
+use super::outcome::{Observation, Outcome, cancel_requested_at, decide};
+use super::{attempts, idle};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, Result};
@@ -120,6 +122,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
     };
     let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
     if task.is_terminal() {
+        queue::wake(&task, ctx);
         ctx.followers.stop(&ids.uid);
         ctx.record_write(&ids.uid, true);
         return Ok(write::requeue(&waits));
@@ -141,9 +144,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
             decision,
             poll,
         } => {
-            if poll {
-                waits.push(START_POLL);
-            }
+            waits.extend(poll);
             return write::step(&task, ctx, &ids.uid, &decision, None, waits, now).await;
         }
         ensure::Ensured::Go { task, job } => (task, job),
@@ -157,6 +158,8 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         }
         inspect::Inspected::Seen { pods, workload } => (pods, workload),
     };
+    // A Job waiting for its queue, or retrying a disruption, is not failing.
+    let workload = attempts::adjust(workload, job.as_ref());
     let pod = select_pod(&pods);
     // Nothing need change on the objects for a start grace period to end: look again.
     if matches!(workload, Workload::Starting { .. }) {
@@ -174,11 +177,13 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         .map_or(DEFAULT_CANCEL_GRACE_PERIOD_SECONDS, |t| {
             t.spec.cancel_grace_period_seconds
         });
-    let decision = {
+    let idle_limit = tool.as_ref().and_then(|t| t.spec.idle_timeout_seconds);
+    let mut decision = {
         let empty = FollowState::default();
         let guard = follow_state.as_ref().map(|s| lock(s));
+        let idle = guard.as_deref().map(FollowState::idle_for);
         let progress = &guard.as_deref().unwrap_or(&empty).progress;
-        decide(&Observation {
+        let decided = decide(&Observation {
             workload: &workload,
             progress,
             answers: task.spec.input_responses.as_ref(),
@@ -189,8 +194,20 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
                 .and_then(tool_container_finished)
                 .and_then(|t| Timestamp::try_from(t).ok()),
             now,
-        })
+        });
+        // Silence counts only while the tool runs with nothing to wait for.
+        match matches!(decided.outcome, Outcome::Working { .. }) && cancel_at.is_none() {
+            true => match idle::check(&workload, idle, idle_limit) {
+                Err(timed_out) => timed_out,
+                Ok(left) => {
+                    waits.extend(left);
+                    decided
+                }
+            },
+            false => decided,
+        }
     };
+    attempts::annotate(&mut decision, job.as_ref());
     // 7. Write.
     write::step(&task, ctx, &ids.uid, &decision, job.as_ref(), waits, now).await
 }

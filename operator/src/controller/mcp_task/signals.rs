@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// Every [`FailureReason`], so a stored `error.data.reason` maps back to a fixed label.
-const REASONS: [FailureReason; 22] = [
+const REASONS: [FailureReason; 23] = [
     FailureReason::ImagePullFailed,
     FailureReason::OomKilled,
     FailureReason::DeadlineExceeded,
@@ -38,6 +38,7 @@ const REASONS: [FailureReason; 22] = [
     FailureReason::StatusTooLarge,
     FailureReason::StatusRefused,
     FailureReason::NodeLost,
+    FailureReason::IdleTimeout,
 ];
 
 /// The `reason` label of a failed outcome: the [`FailureReason`] of an operator-detected
@@ -126,6 +127,7 @@ mod tests {
             StatusTooLarge => 19,
             StatusRefused => 20,
             NodeLost => 21,
+            IdleTimeout => 22,
         }
     }
 

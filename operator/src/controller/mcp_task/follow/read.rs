@@ -90,6 +90,9 @@ impl Read {
             state.progress = self.progress.take().unwrap_or_default();
         }
         if self.progress.is_none() {
+            if self.bytes > state.bytes {
+                state.last_output = std::time::Instant::now();
+            }
             state.bytes = self.bytes;
             state.digest = self.hasher.finish();
         }

@@ -48,6 +48,8 @@ pub enum FailureReason {
     /// The pod's node was lost (unreachable or not ready, so the pod was evicted by its
     /// NoExecute taint) or removed, before the tool container finished.
     NodeLost,
+    /// The tool printed nothing for longer than its `McpTool.spec.idleTimeoutSeconds`.
+    IdleTimeout,
 }
 
 impl FailureReason {
@@ -76,6 +78,7 @@ impl FailureReason {
             Self::StatusTooLarge => "StatusTooLarge",
             Self::StatusRefused => "StatusRefused",
             Self::NodeLost => "NodeLost",
+            Self::IdleTimeout => "IdleTimeout",
         }
     }
 
@@ -119,6 +122,7 @@ impl FailureReason {
                 "The task's node was lost (unreachable, not ready or removed) before the tool \
                  finished"
             }
+            Self::IdleTimeout => "The tool printed nothing for longer than its idle timeout",
         }
     }
 
@@ -133,6 +137,7 @@ impl FailureReason {
                 | Self::Unschedulable
                 | Self::InputTooLarge
                 | Self::NodeLost
+                | Self::IdleTimeout
         )
     }
 }

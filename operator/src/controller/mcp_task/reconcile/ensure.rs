@@ -10,13 +10,14 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::{McpTask, McpTool};
 
+use super::super::admission;
 use super::super::apply;
 use super::super::build::{BuildError, build_job};
 use super::super::job_record::{self, Missing};
 use super::super::nonce;
 use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
 use super::super::outcome::{Decision, Outcome};
-use super::{Ids, STALE_RETRY};
+use super::{Ids, STALE_RETRY, START_POLL, queue};
 use crate::config::Config;
 use crate::context::Context;
 use crate::error::Result;
@@ -93,8 +94,8 @@ pub enum Ensured<'a> {
         task: Cow<'a, McpTask>,
         /// What to write.
         decision: Decision,
-        /// Whether to look again after the start poll interval.
-        poll: bool,
+        /// When to look again (for a wait), at the latest.
+        poll: Option<std::time::Duration>,
     },
     /// Go on with the task (read again, if it was) and its Job, if it has one.
     Go {
@@ -135,10 +136,19 @@ pub async fn step<'a>(
                 return Ok(Ensured::Finish {
                     task,
                     decision,
-                    poll: true,
+                    poll: Some(START_POLL),
                 });
             }
             Plan::Create { record } => {
+                // A task whose Job was recorded holds its slot already.
+                if record && let Some(ahead) = queue::check(&task, tool, ctx).await? {
+                    let message = admission::queued_message(ahead);
+                    return Ok(Ensured::Finish {
+                        task,
+                        decision: Decision::just(Outcome::Working { message }),
+                        poll: Some(queue::QUEUE_POLL),
+                    });
+                }
                 let desired = match desired_job(&task, tool, &ctx.config) {
                     Ok(desired) => desired,
                     Err(failed) => return Ok(finish(task, failed)),
@@ -174,7 +184,7 @@ fn finish(task: Cow<'_, McpTask>, outcome: Outcome) -> Ensured<'_> {
     Ensured::Finish {
         task,
         decision: Decision::just(outcome),
-        poll: false,
+        poll: None,
     }
 }
 

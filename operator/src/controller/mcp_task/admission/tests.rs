@@ -1,0 +1,98 @@
+//! [`admit`]: the queue order and the slots, from tasks alone.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTaskStatus, TaskStatus};
+
+use super::*;
+use crate::fixtures::task;
+
+/// A task of the fixture's tool named `name`, created at `12:00:<second>`.
+fn at(name: &str, second: u32) -> McpTask {
+    let mut t = task();
+    t.metadata.name = Some(name.to_owned());
+    t.metadata.uid = Some(format!("uid-{name}"));
+    let created = format!("2026-08-01T12:00:{second:02}Z").parse().unwrap();
+    t.metadata.creation_timestamp = Some(Time(created));
+    t
+}
+
+fn running(mut t: McpTask) -> McpTask {
+    t.status = Some(McpTaskStatus {
+        job_name: t.metadata.name.clone(),
+        ..McpTaskStatus::default()
+    });
+    t
+}
+
+fn ended(mut t: McpTask) -> McpTask {
+    t = running(t);
+    t.status.as_mut().unwrap().status = TaskStatus::Completed;
+    t
+}
+
+#[test]
+fn the_first_tasks_up_to_the_limit_are_admitted_the_rest_queue_in_creation_order() {
+    let (a, b, c) = (at("c-first", 1), at("a-second", 2), at("b-third", 3));
+    let all = [a.clone(), b.clone(), c.clone()];
+    assert_eq!(admit(&a, 1, &all), Admission::Admit);
+    assert_eq!(admit(&b, 1, &all), Admission::Queued { ahead: 1 });
+    assert_eq!(admit(&c, 1, &all), Admission::Queued { ahead: 2 });
+    assert_eq!(admit(&b, 2, &all), Admission::Admit);
+    assert_eq!(admit(&c, 2, &all), Admission::Queued { ahead: 2 });
+}
+
+#[test]
+fn the_same_second_orders_by_name() {
+    let (x, y) = (at("xx", 5), at("yy", 5));
+    let all = [y.clone(), x.clone()];
+    assert_eq!(admit(&x, 1, &all), Admission::Admit);
+    assert_eq!(admit(&y, 1, &all), Admission::Queued { ahead: 1 });
+}
+
+#[test]
+fn a_running_task_holds_its_slot_until_it_ends() {
+    let (a, b) = (at("a", 1), at("b", 2));
+    let holding = [running(a.clone()), b.clone()];
+    assert_eq!(admit(&b, 1, &holding), Admission::Queued { ahead: 0 });
+    let freed = [ended(a), b.clone()];
+    assert_eq!(admit(&b, 1, &freed), Admission::Admit);
+}
+
+#[test]
+fn a_later_running_task_holds_a_slot_too() {
+    // Admitted under a larger limit, say: it still counts against the new one.
+    let (a, b) = (at("a", 1), at("b", 2));
+    let all = [a.clone(), running(b)];
+    assert_eq!(admit(&a, 1, &all), Admission::Queued { ahead: 0 });
+}
+
+#[test]
+fn a_cancelled_queued_task_and_other_tools_tasks_take_no_place() {
+    let (a, b) = (at("a", 1), at("b", 2));
+    let mut cancelled = a.clone();
+    cancelled
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(CANCEL_REQUESTED_ANNOTATION.to_owned(), "now".to_owned());
+    let mut other_tool = running(at("o", 0));
+    other_tool.spec.tool = "other".to_owned();
+    let mut other_ns = running(at("n", 0));
+    other_ns.metadata.namespace = Some("elsewhere".to_owned());
+    let all = [cancelled, other_tool, other_ns, b.clone()];
+    assert_eq!(admit(&b, 1, &all), Admission::Admit);
+}
+
+#[test]
+fn the_task_itself_in_any_version_is_not_counted() {
+    let a = at("a", 1);
+    assert_eq!(admit(&a, 1, &[running(a.clone())]), Admission::Admit);
+}
+
+#[test]
+fn queued_of_tool_lists_the_waiting_tasks_only() {
+    let (a, b, c) = (at("a", 1), at("b", 2), at("c", 3));
+    let all = [running(a.clone()), b.clone(), ended(c)];
+    let names: Vec<String> = queued_of_tool(&a, &all).map(|t| t.name_any()).collect();
+    assert_eq!(names, ["b"]);
+}
