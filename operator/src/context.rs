@@ -15,6 +15,7 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 
 use crate::config::Config;
 use crate::controller::FIELD_MANAGER;
+use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::{Followers, lock};
 use crate::liveness::Liveness;
 use crate::metrics::Metrics;
@@ -41,6 +42,8 @@ pub struct Context {
     pub tools: OnceLock<Store<DeserializeGuard<McpTool>>>,
     /// Where reconciles record that they run, for the liveness probe.
     pub liveness: Arc<Liveness>,
+    /// The McpTask controller's caches of its Jobs and pods, once that controller runs.
+    pub caches: OnceLock<Caches>,
     last_writes: Mutex<HashMap<String, Instant>>,
 }
 
@@ -73,6 +76,7 @@ impl Context {
             trigger,
             tools: OnceLock::new(),
             liveness: Arc::default(),
+            caches: OnceLock::new(),
             last_writes: Mutex::new(HashMap::new()),
         }
     }

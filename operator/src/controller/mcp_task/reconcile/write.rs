@@ -68,8 +68,9 @@ pub async fn step(
         if fresh.as_ref().is_none_or(McpTask::is_terminal) {
             ctx.followers.stop(uid);
             ctx.record_write(uid, true);
-            // Its own watch event brings the fresh task (and its expiry) here again.
-            return Ok(Action::await_change());
+            // The operator's own status writes trigger no reconcile: look again soon, when
+            // the cache has the terminal task (and its expiry).
+            return Ok(Action::requeue(super::STALE_RETRY));
         }
     }
     if decision.action == Some(outcome::Action::DeleteJob) {
