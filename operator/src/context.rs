@@ -15,6 +15,7 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 
 use crate::config::Config;
 use crate::controller::FIELD_MANAGER;
+use crate::controller::mcp_task::budget::WriteBudget;
 use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::{Followers, lock};
 use crate::liveness::Liveness;
@@ -44,6 +45,8 @@ pub struct Context {
     pub liveness: Arc<Liveness>,
     /// The McpTask controller's caches of its Jobs and pods, once that controller runs.
     pub caches: OnceLock<Caches>,
+    /// The ceiling on progress status writes of all tasks.
+    pub budget: WriteBudget,
     last_writes: Mutex<HashMap<String, Instant>>,
 }
 
@@ -71,8 +74,9 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
+            followers: Followers::new(config.scale.max_follower_starts),
+            budget: WriteBudget::new(config.scale.status_writes_per_second),
             config,
-            followers: Followers::default(),
             trigger,
             tools: OnceLock::new(),
             liveness: Arc::default(),
@@ -98,6 +102,7 @@ impl Context {
         let mut writes = lock(&self.last_writes);
         if done {
             writes.remove(uid);
+            self.budget.forget(uid);
         } else {
             writes.insert(uid.to_owned(), Instant::now());
         }
