@@ -152,10 +152,13 @@ impl Reader {
         *lock(&self.start) = permit;
         // Its catch-up time counts from now, not from the wait.
         lock(&self.state).started_at = std::time::Instant::now();
-        let start = Arc::clone(&self.start);
+        // NB: weak, so a follower stopped meanwhile frees its place at once, not at the limit.
+        let start = Arc::downgrade(&self.start);
         tokio::spawn(async move {
             tokio::time::sleep(CATCH_UP_LIMIT).await;
-            lock(&start).take();
+            if let Some(start) = start.upgrade() {
+                lock(&start).take();
+            }
         });
     }
 
