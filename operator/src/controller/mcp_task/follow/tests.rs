@@ -394,14 +394,20 @@ async fn at_most_max_starts_followers_open_their_stream_at_once() {
         };
         followers.ensure(&format!("t{i}"), api.clone(), source, None, silent());
     }
-    let mut requests = Vec::new();
-    let mut arrived = || async {
+    type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+    async fn arrived(
+        handle: &mut Handle,
+    ) -> Option<(
+        Request<Body>,
+        tower_test::mock::SendResponse<Response<Body>>,
+    )> {
         tokio::time::timeout(Duration::from_millis(300), handle.next_request())
             .await
             .ok()
             .flatten()
-    };
-    while let Some(request) = arrived().await {
+    }
+    let mut requests = Vec::new();
+    while let Some(request) = arrived(&mut handle).await {
         requests.push(request);
     }
     assert_eq!(requests.len(), 2, "only two followers start at once");
@@ -412,10 +418,10 @@ async fn at_most_max_starts_followers_open_their_stream_at_once() {
         .position(|p| path.contains(&format!("/pods/{p}/")))
         .expect("a pod's log");
     followers.stop(&format!("t{first}"));
-    let next = arrived().await;
+    let next = arrived(&mut handle).await;
     assert!(
         next.is_some(),
         "a start place freed lets the next follower start"
     );
-    assert!(arrived().await.is_none(), "still two at once");
+    assert!(arrived(&mut handle).await.is_none(), "still two at once");
 }
