@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use crate::policy::ToolPolicy;
 
+mod scale;
+pub use scale::{MAX_FOLLOWER_STARTS, Scale};
+
 /// Prefix of every operator environment variable.
 pub const ENV_PREFIX: &str = "MCP_OPERATOR_";
 /// Most names `MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS` may list.
@@ -90,6 +93,8 @@ pub struct Config {
     /// `McpServer` tools by an init container (`MCP_OPERATOR_BRIDGE_IMAGE`; unset: McpServers
     /// are not Ready, with reason `BridgeNotConfigured`).
     pub bridge_image: Option<String>,
+    /// Bounds on the operator's work at scale (status writes, finished Jobs, log followers).
+    pub scale: Scale,
 }
 
 /// A variable holds a value that cannot be used.
@@ -208,6 +213,7 @@ impl Config {
             pod_refused_grace: seconds(var("POD_REFUSED_GRACE_SECONDS"), "30")?,
             node_lost_toleration: seconds(var("NODE_LOST_TOLERATION_SECONDS"), "60")?,
             bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
+            scale: Scale::from_lookup(&lookup)?,
         })
     }
 }

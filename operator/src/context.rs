@@ -15,6 +15,8 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 
 use crate::FIELD_MANAGER;
 use crate::config::Config;
+use crate::controller::mcp_task::budget::WriteBudget;
+use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::Followers;
 use crate::liveness::Liveness;
 use crate::lock;
@@ -45,6 +47,10 @@ pub struct Context {
     pub tasks: OnceLock<Store<DeserializeGuard<McpTask>>>,
     /// Where reconciles record that they run, for the liveness probe.
     pub liveness: Arc<Liveness>,
+    /// The McpTask controller's caches of its Jobs and pods, once that controller runs.
+    pub caches: OnceLock<Caches>,
+    /// The ceiling on progress status writes of all tasks.
+    pub budget: WriteBudget,
     last_writes: Mutex<HashMap<String, Instant>>,
 }
 
@@ -72,12 +78,14 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
+            followers: Followers::new(config.scale.max_follower_starts),
+            budget: WriteBudget::new(config.scale.status_writes_per_second),
             config,
-            followers: Followers::default(),
             trigger,
             tools: OnceLock::new(),
             tasks: OnceLock::new(),
             liveness: Arc::default(),
+            caches: OnceLock::new(),
             last_writes: Mutex::new(HashMap::new()),
         }
     }
@@ -99,6 +107,7 @@ impl Context {
         let mut writes = lock(&self.last_writes);
         if done {
             writes.remove(uid);
+            self.budget.forget(uid);
         } else {
             writes.insert(uid.to_owned(), Instant::now());
         }

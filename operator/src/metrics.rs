@@ -72,6 +72,8 @@ pub struct Metrics {
     tasks: Family<StatusLabels, Gauge>,
     log_streams: Gauge,
     status_writes: Histogram,
+    status_deferred: Counter,
+    jobs_retired: Counter,
     leader: Gauge,
 }
 
@@ -91,6 +93,8 @@ impl Metrics {
             tasks: Family::default(),
             log_streams: Gauge::default(),
             status_writes: Histogram::new(exponential_buckets(0.002, 2.0, 12)),
+            status_deferred: Counter::default(),
+            jobs_retired: Counter::default(),
             leader: Gauge::default(),
         };
         let registry = registry.sub_registry_with_prefix("mcp_operator");
@@ -143,6 +147,16 @@ impl Metrics {
             "status_write_duration_seconds",
             "Time one McpTask status write (server-side apply) took",
             metrics.status_writes.clone(),
+        );
+        registry.register(
+            "status_writes_deferred",
+            "Progress status writes held for a later slot by the status-write budget",
+            metrics.status_deferred.clone(),
+        );
+        registry.register(
+            "finished_jobs_deleted",
+            "Jobs of ended tasks deleted after the finished-Job retention",
+            metrics.jobs_retired.clone(),
         );
         registry.register(
             "leader",
@@ -219,6 +233,16 @@ impl Metrics {
     /// Records how long one status write took.
     pub fn status_written(&self, elapsed: Duration) {
         self.status_writes.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a progress write the status-write budget held for a later slot.
+    pub fn status_write_deferred(&self) {
+        self.status_deferred.inc();
+    }
+
+    /// Counts a finished task's Job deleted after the retention.
+    pub fn finished_job_deleted(&self) {
+        self.jobs_retired.inc();
     }
 
     /// Records whether this replica is the leader.

@@ -3,6 +3,7 @@
 //! chart (CRDs included) and uninstalls leaving nothing of ours but the CRDs. The exact access
 //! of each ServiceAccount in both scopes is `security.rs`'s.
 
+mod apf;
 mod lifecycle;
 
 use mcp_task_operator_tests::{KUBE_VERSION, chart_dir, helm};

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use self::read::Reader;
@@ -239,9 +240,20 @@ struct Follower {
 }
 
 /// The followers of all tasks, keyed by task UID.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Followers {
     inner: Arc<Mutex<HashMap<String, Follower>>>,
+    /// Followers that may open their stream and replay to their checkpoint at once.
+    starts: Arc<Semaphore>,
+}
+
+/// Followers that may start at once by default (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`).
+pub const DEFAULT_FOLLOWER_STARTS: usize = 32;
+
+impl Default for Followers {
+    fn default() -> Self {
+        Self::new(DEFAULT_FOLLOWER_STARTS)
+    }
 }
 
 impl std::fmt::Debug for Followers {
@@ -253,6 +265,15 @@ impl std::fmt::Debug for Followers {
 }
 
 impl Followers {
+    /// No followers yet; at most `max_starts` of them start (open their stream and replay
+    /// their log up to the task's checkpoint) at once.
+    pub fn new(max_starts: usize) -> Self {
+        Self {
+            inner: Arc::default(),
+            starts: Arc::new(Semaphore::new(max_starts.max(1))),
+        }
+    }
+
     /// The state of the follower of `task_uid`, if one ever ran (it outlives its pod).
     pub fn state(&self, task_uid: &str) -> Option<Arc<Mutex<FollowState>>> {
         lock(&self.inner)
@@ -285,7 +306,13 @@ impl Followers {
             pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
         }));
-        let reader = Reader::new(pods, source, Arc::clone(&state), notify);
+        let reader = Reader::new(
+            pods,
+            source,
+            Arc::clone(&state),
+            notify,
+            Arc::clone(&self.starts),
+        );
         let task = tokio::spawn(reader.run());
         let replaced = followers.insert(
             task_uid.to_owned(),

@@ -4,7 +4,9 @@
 pub mod admission;
 pub mod apply;
 pub mod attempts;
+pub mod budget;
 pub mod build;
+pub mod cache;
 pub mod condition;
 pub mod follow;
 pub mod idle;
@@ -16,18 +18,19 @@ pub mod outcome;
 pub mod reconcile;
 pub mod signals;
 pub mod status;
+pub mod trigger;
 pub mod ttl;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::DeserializeGuard;
-use kube::runtime::reflector::Store;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::{self, Store, reflector};
+use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::McpTask;
 
@@ -62,16 +65,53 @@ pub async fn run(
             ),
         };
     let managed = watcher::Config::default().labels(MANAGED_SELECTOR);
+    // The Jobs and pods the operator made, cached by the watches that also trigger reconciles
+    // (`cache.rs`): a reconcile reads them without an API request.
+    let (job_store, job_writer) = reflector::store::<Job>();
+    let (pod_store, pod_writer) = reflector::store::<Pod>();
+    let pods_by_job = cache::PodIndex::default();
+    let caches = cache::Caches {
+        jobs: job_store,
+        pods: pod_store,
+        pods_by_job: pods_by_job.clone(),
+    };
+    if ctx.caches.set(caches).is_err() {
+        tracing::warn!("the McpTask controller runs twice in one process: caches kept");
+    }
+    let job_events = reflector(
+        job_writer,
+        watcher(jobs, managed.clone())
+            .default_backoff()
+            .modify(cache::slim_job),
+    )
+    .touched_objects();
+    let pod_events = reflector(
+        pod_writer,
+        watcher(pods, managed)
+            .default_backoff()
+            .modify(cache::slim_pod)
+            .inspect_ok(move |event| pods_by_job.observe(event)),
+    )
+    .touched_objects();
+    // The tasks, without the updates that change only their status (the operator's own
+    // writes, as a rule): those would each trigger a reconcile for nothing.
+    let (task_store, task_writer) = reflector::store::<DeserializeGuard<McpTask>>();
+    let task_events = reflector(
+        task_writer,
+        watcher(tasks, watcher::Config::default()).default_backoff(),
+    )
+    .applied_objects()
+    .predicate_filter(trigger::beyond_status, PredicateConfig::default());
     // Bounded: at start every task is due at once, and 10,000 reconcile futures in flight
     // together left the operator ~25 KB per task larger for good (docs/BENCHMARKS.md).
-    let controller = Controller::new(tasks, watcher::Config::default())
+    let controller = Controller::for_stream(task_events, task_store)
         .with_config(kube::runtime::controller::Config::default().concurrency(MAX_RECONCILES));
     let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
     let _ = ctx.tasks.set(controller.store());
     controller
-        .owns(jobs, managed.clone())
+        .owns_stream(job_events)
         // A pod's Job is named after its task, and the Job controller labels the pod with it.
-        .watches(pods, managed, |pod: Pod| {
+        .watches_stream(pod_events, |pod: Pod| {
             let task = pod
                 .metadata
                 .labels

@@ -9,6 +9,8 @@
 //! 6. decide ([`decide`]): the outcome and the action it calls for;
 //! 7. [`write`]: carry out the action, write the status, publish the Event, requeue.
 //!
+//! An ended task runs step 1 and [`retain`]: its Job is deleted after the retention.
+//!
 //! Steps 1, 3 and 4 decide by pure functions ([`expiry`](super::ttl::expiry), [`ensure::plan`],
 //! [`start_deadline`](super::observe::start_deadline)); the decision is [`decide`], pure too.
 
@@ -17,6 +19,7 @@ mod expire;
 mod inspect;
 mod progress;
 mod queue;
+mod retain;
 mod write;
 
 use std::sync::Arc;
@@ -125,6 +128,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         queue::wake(&task, ctx);
         ctx.followers.stop(&ids.uid);
         ctx.record_write(&ids.uid, true);
+        waits.extend(retain::step(&task, ctx, &ids, now).await?);
         return Ok(write::requeue(&waits));
     }
     // 2. Resolve the tool.

@@ -5,18 +5,17 @@
 use std::hash::Hasher;
 use std::sync::{Arc, Mutex};
 
-use futures::AsyncReadExt;
+use futures::AsyncBufReadExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
-    FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, STREAM_SETTLE, Verdict,
+    CATCH_UP_LIMIT, FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify,
+    STREAM_SETTLE, Verdict,
 };
 use crate::contract::{Progress, ProgressWarning};
 use crate::lock;
-
-/// Bytes read from the log stream per chunk.
-const CHUNK_BYTES: usize = 64 * 1024;
 
 /// What the pod says about the tool container, for a follower whose stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +121,10 @@ pub(super) struct Reader {
     nonce: Option<String>,
     state: Arc<Mutex<FollowState>>,
     notify: Notify,
+    /// The followers that may start (open a stream, replay to the checkpoint) at once.
+    starts: Arc<Semaphore>,
+    /// This follower's place among them, until it has caught up.
+    start: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl Reader {
@@ -131,6 +134,7 @@ impl Reader {
         source: LogSource<'_>,
         state: Arc<Mutex<FollowState>>,
         notify: Notify,
+        starts: Arc<Semaphore>,
     ) -> Self {
         Self {
             pods,
@@ -139,11 +143,43 @@ impl Reader {
             nonce: source.nonce.map(str::to_owned),
             state,
             notify,
+            starts,
+            start: Arc::default(),
+        }
+    }
+
+    /// Waits for a start place (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`): a new leader replays the
+    /// running tasks' logs that many at a time. The place is given up once the follower has
+    /// caught up with its checkpoint, its first read ended, or after [`CATCH_UP_LIMIT`].
+    async fn take_start_place(&self) {
+        let permit = Arc::clone(&self.starts).acquire_owned().await.ok();
+        *lock(&self.start) = permit;
+        // Its catch-up time counts from now, not from the wait.
+        lock(&self.state).started_at = std::time::Instant::now();
+        // NB: weak, so a follower stopped meanwhile frees its place at once, not at the limit.
+        let start = Arc::downgrade(&self.start);
+        tokio::spawn(async move {
+            tokio::time::sleep(CATCH_UP_LIMIT).await;
+            if let Some(start) = start.upgrade() {
+                lock(&start).take();
+            }
+        });
+    }
+
+    /// Gives up the start place if the follower has caught up (or `anyway`).
+    fn release_if_caught_up(&self, anyway: bool) {
+        let caught_up = {
+            let s = lock(&self.state);
+            s.bytes >= s.catch_up_to
+        };
+        if anyway || caught_up {
+            lock(&self.start).take();
         }
     }
 
     /// Reads until the stopped container's output is judged, then records the verdict.
     pub(super) async fn run(self) {
+        self.take_start_place().await;
         let verdict = self.read_until_verdict().await;
         let unavailable = matches!(verdict, Verdict::Unavailable(_));
         if let Verdict::Unavailable(why) = &verdict {
@@ -166,6 +202,7 @@ impl Reader {
         loop {
             // A live container's log is followed; a stopped one's is read to its end.
             let (read, result) = self.read(!stopped).await;
+            self.release_if_caught_up(true);
             lock(&self.state).ended_once = true;
             (self.notify)(News::Output);
             let container = match self.container_state().await {
@@ -248,7 +285,11 @@ impl Reader {
         };
         let result = match self.pods.log_stream(&self.pod, &params).await {
             Err(e) => Err(e.to_string()),
-            Ok(stream) => self.fold(stream, &mut read).await,
+            Ok(stream) => {
+                // A follower with nothing to catch up with starts once its stream is open.
+                self.release_if_caught_up(false);
+                self.fold(stream, &mut read).await
+            }
         };
         (read, result)
     }
@@ -258,7 +299,23 @@ impl Reader {
         stream: impl futures::AsyncBufRead,
         read: &mut Read,
     ) -> Result<(), String> {
-        fold_stream(stream, read, &self.state, &self.notify).await
+        let (start, state, notify) = (
+            Arc::clone(&self.start),
+            Arc::clone(&self.state),
+            Arc::clone(&self.notify),
+        );
+        // After every chunk: give up the start place once caught up.
+        let notify: Notify = Arc::new(move |news| {
+            if lock(&start).is_some() {
+                let s = lock(&state);
+                if s.bytes >= s.catch_up_to {
+                    drop(s);
+                    lock(&start).take();
+                }
+            }
+            notify(news);
+        });
+        fold_stream(stream, read, &self.state, &notify).await
     }
 
     /// The tool container's state, from a list of the one pod (the operator may list pods,
@@ -293,14 +350,17 @@ pub(super) async fn fold_stream(
     state: &Mutex<FollowState>,
     notify: &Notify,
 ) -> Result<(), String> {
+    // NB: no buffer of its own: each chunk is folded from the stream's own buffer (the HTTP
+    // body's current frame), so a follower holds no more than that between chunks.
     let mut stream = Box::pin(stream);
-    let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
-        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
-        if n == 0 {
+        let chunk = stream.fill_buf().await.map_err(|e| e.to_string())?;
+        if chunk.is_empty() {
             return Ok(());
         }
-        let news = read.push(&mut lock(state), &buf[..n]);
+        let n = chunk.len();
+        let news = read.push(&mut lock(state), chunk);
+        stream.as_mut().consume(n);
         for item in news {
             notify(item);
         }

@@ -377,3 +377,51 @@ async fn fold_stream_folds_chunks_and_notifies() {
     assert_eq!(warnings.load(Ordering::Relaxed), 1);
     assert!(calls.load(Ordering::Relaxed) >= 2);
 }
+
+#[tokio::test]
+async fn at_most_max_starts_followers_open_their_stream_at_once() {
+    // Nobody answers the log requests: each follower holds its start place while it waits.
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let api = Api::<Pod>::namespaced(kube::Client::new(service, "default"), "tools");
+    let followers = Followers::new(2);
+    let pods = ["p0", "p1", "p2", "p3", "p4"];
+    for (i, pod) in pods.iter().enumerate() {
+        let source = LogSource {
+            pod_name: pod,
+            pod_uid: pod,
+            container: "tool",
+            nonce: None,
+        };
+        followers.ensure(&format!("t{i}"), api.clone(), source, None, silent());
+    }
+    type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+    async fn arrived(
+        handle: &mut Handle,
+    ) -> Option<(
+        Request<Body>,
+        tower_test::mock::SendResponse<Response<Body>>,
+    )> {
+        tokio::time::timeout(Duration::from_millis(300), handle.next_request())
+            .await
+            .ok()
+            .flatten()
+    }
+    let mut requests = Vec::new();
+    while let Some(request) = arrived(&mut handle).await {
+        requests.push(request);
+    }
+    assert_eq!(requests.len(), 2, "only two followers start at once");
+    // One ends (its task ended): the next one starts.
+    let path = requests[0].0.uri().path().to_owned();
+    let first = pods
+        .iter()
+        .position(|p| path.contains(&format!("/pods/{p}/")))
+        .expect("a pod's log");
+    followers.stop(&format!("t{first}"));
+    let next = arrived(&mut handle).await;
+    assert!(
+        next.is_some(),
+        "a start place freed lets the next follower start"
+    );
+    assert!(arrived(&mut handle).await.is_none(), "still two at once");
+}

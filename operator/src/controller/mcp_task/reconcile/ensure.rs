@@ -13,6 +13,7 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 use super::super::admission;
 use super::super::apply;
 use super::super::build::{BuildError, build_job};
+use super::super::cache;
 use super::super::job_record::{self, Missing};
 use super::super::nonce;
 use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
@@ -116,18 +117,25 @@ pub async fn step<'a>(
     now: Timestamp,
 ) -> Result<Ensured<'a>> {
     let client = &ctx.client;
-    let mut job = apply::get_job(client, &ids.namespace, &ids.name).await?;
+    let (mut job, mut source) = cache::job(ctx, &ids.namespace, &ids.name).await?;
     let mut task = Cow::Borrowed(task);
     let mut fresh = false;
     loop {
-        match plan(&task, job.as_ref(), ids, cancel_at, now, fresh) {
+        let planned = plan(&task, job.as_ref(), ids, cancel_at, now, fresh);
+        // No Job ends the task: the cache's word alone (it may lag a creation) never does.
+        if planned == Plan::NoJob && source == cache::Source::Cache {
+            (job, source) = cache::jobs_or_api(ctx, &ids.namespace, &ids.name, job, source).await?;
+            continue;
+        }
+        match planned {
             Plan::ReadAgain => match apply::get_task(client, &ids.namespace, &ids.name).await? {
                 Some(t) if !t.is_terminal() && t.uid().as_deref() == Some(ids.uid.as_str()) => {
                     task = Cow::Owned(t);
                     fresh = true;
                 }
-                // Ended or gone since: its own watch event brings it here again.
-                _ => return Ok(Ensured::Stop(Action::await_change())),
+                // Ended or gone since: the operator's own status writes trigger no reconcile,
+                // so look again soon (the cache then has it).
+                _ => return Ok(Ensured::Stop(Action::requeue(STALE_RETRY))),
             },
             Plan::WaitForEarlier(old) => {
                 let message =

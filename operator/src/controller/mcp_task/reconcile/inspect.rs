@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::super::apply::{self, PodSync};
+use super::super::cache;
 use super::super::observe::{
     FailureReason, StartLimits, Workload, observe_workload, pods_refused, select_pod,
     start_deadline,
@@ -43,7 +44,15 @@ pub async fn step(
 ) -> Result<Inspected> {
     let client = &ctx.client;
     let pods = match job {
-        Some(job) => apply::list_pods(client, &ids.namespace, job).await?,
+        Some(job) => {
+            let (pods, source) = cache::pods(ctx, &ids.namespace, job).await?;
+            // A pod gone ends the task: the cache's word alone (it may lag) never does.
+            let ends = matches!(observe_workload(Some(job), None), Workload::Failed { .. });
+            match select_pod(&pods) {
+                None if ends => cache::pods_or_api(ctx, &ids.namespace, job, pods, source).await?,
+                _ => pods,
+            }
+        }
         None => Vec::new(),
     };
     let pod = select_pod(&pods);

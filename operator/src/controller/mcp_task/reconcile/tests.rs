@@ -204,7 +204,7 @@ async fn a_terminal_decision_on_a_stale_task_does_not_overwrite_the_stored_outco
     ];
     let (action, bodies) = run(stale, calls).await;
     assert_eq!(bodies.len(), 3, "no status write, no Event: {bodies:?}");
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Action::requeue(STALE_RETRY));
 }
 
 #[tokio::test]
@@ -304,6 +304,7 @@ fn no_events() -> Value {
     json!({"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": {}, "items": []})
 }
 
+mod cached;
 mod edges;
 mod jobs;
 mod pods;

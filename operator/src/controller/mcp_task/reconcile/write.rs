@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_crds::{McpTask, TaskStatus};
 
 use super::super::apply;
 use super::super::job_record;
@@ -67,8 +67,9 @@ pub async fn step(
         if fresh.as_ref().is_none_or(McpTask::is_terminal) {
             ctx.followers.stop(uid);
             ctx.record_write(uid, true);
-            // Its own watch event brings the fresh task (and its expiry) here again.
-            return Ok(Action::await_change());
+            // The operator's own status writes trigger no reconcile: look again soon, when
+            // the cache has the terminal task (and its expiry).
+            return Ok(Action::requeue(super::STALE_RETRY));
         }
     }
     if decision.side_effect == Some(outcome::SideEffect::DeleteJob) {
@@ -77,6 +78,12 @@ pub async fn step(
     if let Some(mut next) = next {
         // The Job's confirmation goes out at once: until it is stored, a failover would
         // take a deleted Job for one never created.
+        // The Job's confirmation goes out at once: until it is stored, a failover would
+        // take a deleted Job for one never created. A status change (terminal,
+        // `input_required`) goes at once too; progress waits for its turn in the budget.
+        let urgent = job_record::newly_confirmed(current, &next)
+            || current.map(|s| s.status) != Some(outcome.status())
+            || outcome.status() == TaskStatus::InputRequired;
         let delay = if job_record::newly_confirmed(current, &next) {
             Duration::ZERO
         } else {
@@ -86,6 +93,20 @@ pub async fn step(
                 current.map(|s| s.status),
                 outcome.status(),
             )
+        };
+        let delay = match (delay.is_zero(), urgent) {
+            (false, _) => delay,
+            (true, true) => {
+                ctx.budget.spend(std::time::Instant::now());
+                Duration::ZERO
+            }
+            (true, false) => {
+                let wait = ctx.budget.progress(uid, std::time::Instant::now());
+                if !wait.is_zero() {
+                    ctx.metrics.status_write_deferred();
+                }
+                wait
+            }
         };
         if delay.is_zero() {
             let started = std::time::Instant::now();
@@ -114,6 +135,8 @@ pub async fn step(
             }
             if terminal {
                 ctx.followers.stop(uid);
+                // Its Job goes after the retention (`reconcile/retain.rs`).
+                wait.push(ctx.config.scale.finished_job_retention);
             }
         } else {
             wait.push(delay);

@@ -1,0 +1,124 @@
+//! Reconciles that read the task's Job and pods from the operator's caches: no GET or LIST on
+//! the steady path, and one request to confirm where a lagging cache would end the task.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{reflector, watcher};
+
+use super::*;
+use crate::controller::mcp_task::cache::{Caches, PodIndex};
+use crate::controller::mcp_task::follow::LOGS_PENDING;
+
+/// Caches that have had their first list, holding `jobs` and `pods`.
+fn caches(jobs: Vec<Value>, pods: Vec<Value>) -> Caches {
+    let (job_store, mut job_writer) = reflector::store::<Job>();
+    let (pod_store, mut pod_writer) = reflector::store::<Pod>();
+    let index = PodIndex::default();
+    job_writer.apply_watcher_event(&watcher::Event::Init);
+    for job in jobs {
+        job_writer.apply_watcher_event(&watcher::Event::InitApply(
+            serde_json::from_value(job).unwrap(),
+        ));
+    }
+    job_writer.apply_watcher_event(&watcher::Event::InitDone);
+    pod_writer.apply_watcher_event(&watcher::Event::Init);
+    for pod in pods {
+        let event = watcher::Event::InitApply(serde_json::from_value(pod).unwrap());
+        index.observe(&event);
+        pod_writer.apply_watcher_event(&event);
+    }
+    pod_writer.apply_watcher_event(&watcher::Event::InitDone);
+    // The stores keep their data while a reader lives; the writers may go.
+    Caches {
+        jobs: job_store,
+        pods: pod_store,
+        pods_by_job: index,
+    }
+}
+
+fn running_pod() -> Value {
+    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
+    pod_list("Running", json!({"running": {}}), current)["items"][0].clone()
+}
+
+#[tokio::test]
+async fn a_running_task_reads_its_job_and_pods_from_the_cache_not_the_api() {
+    let task = live_task();
+    // Only the tool lookup (no tool cache in this test) and the status write: no GET of the
+    // Job, no LIST of pods.
+    let pod = running_pod();
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    ctx.caches.set(caches(vec![job_json()], vec![pod])).unwrap();
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    let bodies = server.await.unwrap();
+    assert_eq!(bodies[1]["status"]["status"], "working");
+    assert_eq!(bodies[1]["status"]["statusMessage"], "Running");
+}
+
+#[tokio::test]
+async fn a_confirmed_job_missing_from_the_cache_is_read_before_the_task_fails_job_deleted() {
+    // The Job was created and confirmed, but the cache has not seen it yet.
+    let mut task = live_task();
+    let mut conditions = vec![];
+    crate::controller::mcp_task::job_record::confirm(
+        &mut conditions,
+        ID,
+        "job-uid",
+        Timestamp::now(),
+    );
+    task.status = Some(McpTaskStatus {
+        job_name: Some(ID.into()),
+        conditions,
+        ..Default::default()
+    });
+    let pod = running_pod();
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, JOB, job_json()),
+        status_call(&task),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    ctx.caches.set(caches(vec![], vec![pod])).unwrap();
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    let bodies = server.await.unwrap();
+    let status = &bodies[2]["status"];
+    assert_eq!(status["status"], "working", "{status}");
+}
+
+#[tokio::test]
+async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_failing() {
+    let task = live_task();
+    let mut job = job_json();
+    job["status"] = json!({"succeeded": 1, "conditions": [
+        {"type": "Complete", "status": "True"}]});
+    let stopped = pod_list(
+        "Succeeded",
+        json!({"terminated": {"exitCode": 0}}),
+        json!({}),
+    );
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, PODS, stopped),
+    ];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
+        calls,
+        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+    );
+    ctx.caches.set(caches(vec![job], vec![])).unwrap();
+    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    let bodies = server.await.unwrap();
+    assert_eq!(bodies.len(), 2, "no status write yet: {bodies:?}");
+    // The pod was found: its log is read before anything is decided.
+    assert_eq!(action, Action::requeue(LOGS_PENDING));
+}
