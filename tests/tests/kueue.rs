@@ -16,8 +16,8 @@ use kube::api::{
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_tests::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, poll_task, request_cancel,
-    result_text, status_message, tool, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, poll_task,
+    request_cancel, result_text, status_message, tool, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -218,12 +218,7 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
         }
         for name in &names {
             let done = wait_terminal(&client, &ns, name).await;
-            assert_eq!(
-                done.task_status(),
-                TaskStatus::Completed,
-                "{:?}",
-                done.status
-            );
+            assert_completed(&done);
             assert_eq!(result_text(&done), format!("done {name}"));
         }
         eprintln!("Kueue: Job complete -> next Job's pod (polled every 50 ms): {slot_to_pod:?}");

@@ -8,10 +8,10 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
-use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, create_task, create_tool, ensure_example_images, result_text, shell_tool,
-    wait_terminal,
+    Operator, WAIT, assert_completed, create_task, create_tool, ensure_example_images, result_text,
+    shell_tool, wait_completed,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -51,13 +51,7 @@ async fn a_finished_tasks_job_is_deleted_after_the_retention_and_the_task_keeps_
         .await;
         let task = create_task(&client, &ns, "count", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        let done = wait_completed(&client, &ns, &name).await;
         let started = Instant::now();
         loop {
             let (job, pods) = job_and_pods(&client, &ns, &name).await;
@@ -74,12 +68,7 @@ async fn a_finished_tasks_job_is_deleted_after_the_retention_and_the_task_keeps_
         // Not before the retention: the Job was kept for about 3 s after the task ended.
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
         let kept = tasks.get(&name).await.expect("the task is still there");
-        assert_eq!(
-            kept.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            kept.status
-        );
+        assert_completed(&kept);
         assert_eq!(result_text(&kept), "all 64 SKUs");
         assert_eq!(kept.status, done.status, "the status did not change");
     })
@@ -98,13 +87,7 @@ async fn a_finished_tasks_job_is_kept_within_the_retention() {
         .await;
         let task = create_task(&client, &ns, "count", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        wait_completed(&client, &ns, &name).await;
         // Several seconds on, the Job is still there: `kubectl logs job/<task>` works.
         tokio::time::sleep(Duration::from_secs(5)).await;
         let (job, _) = job_and_pods(&client, &ns, &name).await;

@@ -11,8 +11,8 @@ use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, create_task, create_tool, poll_task, request_cancel, result_text, shell_tool,
-    status_message, wait_terminal,
+    Operator, WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel,
+    result_text, shell_tool, status_message, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -109,12 +109,7 @@ async fn a_limit_of_one_runs_three_calls_in_turn_each_with_its_own_result() {
         }
         for name in &order {
             let done = wait_terminal(&client, &ns, name).await;
-            assert_eq!(
-                done.task_status(),
-                TaskStatus::Completed,
-                "{:?}",
-                done.status
-            );
+            assert_completed(&done);
             assert_eq!(result_text(&done), format!("done {name}"));
         }
         eprintln!("slot freed -> next Job (polled every 50 ms): {slot_to_job:?}");

@@ -12,8 +12,8 @@ use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_tests::operator::{
-    Operator, WAIT, create_task, create_tool, failure_reason, poll_task, result_text, shell_tool,
-    status_message, wait_terminal,
+    Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
+    result_text, shell_tool, status_message, wait_completed, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -59,13 +59,7 @@ async fn an_evicted_pod_runs_again_and_the_task_completes() {
             "ended on the eviction: {:?}",
             again.status
         );
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "finished");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let job = jobs.get(&name).await.expect("the Job");
@@ -88,12 +82,7 @@ async fn a_tool_that_exits_1_is_not_run_again() {
             .name_any();
         let done = wait_terminal(&client, &ns, &name).await;
         // The tool's own exit is its answer (an error result), never a retry.
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        assert_completed(&done);
         assert_eq!(status_message(&done), "The tool exited with code 1");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();
@@ -154,13 +143,7 @@ async fn a_silent_tool_fails_idle_timeout_and_a_chatty_one_completes() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
 
-        let done = wait_terminal(&client, &ns, &talks).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Completed,
-            "{:?}",
-            done.status
-        );
+        let done = wait_completed(&client, &ns, &talks).await;
         assert!(result_text(&done).contains("line 12"), "{:?}", done.status);
     })
     .await;
