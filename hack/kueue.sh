@@ -10,7 +10,8 @@
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
-export KUBECONFIG=${KUBECONFIG:-$MTO_STATE/kubeconfig}
+# Always the project's own cluster, like the other cluster scripts.
+export PATH=$MTO_BIN:$PATH KUBECONFIG=$MTO_STATE/kubeconfig
 IMAGE=localhost/kueue:$KUEUE_VERSION
 NS=kueue-system
 
