@@ -17,8 +17,9 @@ use mcp_task_operator_tests::operator::{
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
-/// Runs about two seconds, then returns its task ID.
-const BRIEF: &str = r#"sleep 2; echo "{\"mcp\":\"result\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done $MCP_TASK_ID\"}]}}""#;
+/// Runs about ten seconds (long enough for a loaded test to see the others queued), then returns
+/// its task ID.
+const BRIEF: &str = r#"sleep 10; echo "{\"mcp\":\"result\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done $MCP_TASK_ID\"}]}}""#;
 /// Runs until cancelled.
 const UNTIL_CANCELLED: &str = r#"echo '{"mcp":"status","message":"started"}'; while [ ! -s /var/run/mcp/cancel-requested ]; do sleep 0.2; done"#;
 

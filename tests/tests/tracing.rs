@@ -274,7 +274,13 @@ async fn the_front_end_sends_its_buffered_spans_when_it_stops() {
 /// The chart's Deployments rendered with `sets`: each one's `name=value` env.
 fn rendered_env(sets: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
     let chart = mcp_task_operator_tests::chart_dir();
-    let mut args = vec!["template", "mto", chart.to_str().expect("UTF-8 path")];
+    let mut args = vec![
+        "template",
+        "mto",
+        chart.to_str().expect("UTF-8 path"),
+        "--kube-version",
+        mcp_task_operator_tests::KUBE_VERSION,
+    ];
     for set in sets {
         args.extend(["--set", set]);
     }
@@ -333,6 +339,8 @@ fn the_chart_exports_traces_from_both_components_only_when_an_endpoint_is_set() 
         "template",
         "mto",
         chart.to_str().expect("UTF-8 path"),
+        "--kube-version",
+        mcp_task_operator_tests::KUBE_VERSION,
         "--set",
         "tracing.otlpEndpoint=https://collector:4318",
     ]);
