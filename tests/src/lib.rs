@@ -223,6 +223,7 @@ pub mod faults;
 pub mod fixture_tools;
 pub mod frontend;
 pub mod jaeger;
+pub mod kueue;
 pub mod kwok;
 pub mod lag_proxy;
 pub mod mcp_client;

@@ -9,133 +9,35 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-};
-use kube::{Api, Client, ResourceExt};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
+use mcp_task_operator_tests::kueue::{
+    QUEUE, WAITING, cleanup, complete, queued_tool, queues, suspended,
+};
+use mcp_task_operator_tests::operator::Operator;
 use mcp_task_operator_tests::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, poll_task,
-    request_cancel, result_text, status_message, tool, wait_terminal,
+    WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel, result_text,
+    status_message, wait_terminal,
 };
 use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
-use serde_json::{Value, json};
+use serde_json::json;
 
-const QUEUE: &str = "tasks";
-const WAITING: &str = "Waiting for admission by queue tasks";
 /// Runs about two seconds, then returns its task ID.
 const BRIEF: &str = r#"sleep 2; echo "{\"mcp\":\"result\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done $MCP_TASK_ID\"}]}}""#;
-
-async fn apply(client: &Client, kind: &str, namespace: Option<&str>, object: Value) {
-    let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind);
-    let resource = ApiResource::from_gvk(&gvk);
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    let name = object["metadata"]["name"]
-        .as_str()
-        .expect("name")
-        .to_owned();
-    let mut object = object;
-    object["apiVersion"] = json!("kueue.x-k8s.io/v1beta2");
-    object["kind"] = json!(kind);
-    api.patch(
-        &name,
-        &PatchParams::apply("mto-tests").force(),
-        &Patch::Apply(&object),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("cannot apply {kind} {name}: {e}"));
-}
-
-async fn delete(client: &Client, kind: &str, name: &str) {
-    let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind);
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    let _ = api.delete(name, &DeleteParams::default()).await;
-}
-
-/// A ResourceFlavor, a ClusterQueue of 100m CPU (one task) for `ns` only, and the LocalQueue
-/// [`QUEUE`] in `ns`.
-async fn queues(client: &Client, ns: &str) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    assert!(
-        crds.get_opt("clusterqueues.kueue.x-k8s.io")
-            .await
-            .expect("get CRD")
-            .is_some(),
-        "Kueue is not installed: run hack/kueue.sh start (make integration does)"
-    );
-    apply(
-        client,
-        "ResourceFlavor",
-        None,
-        json!({"metadata": {"name": ns}}),
-    )
-    .await;
-    apply(
-        client,
-        "ClusterQueue",
-        None,
-        json!({
-            "metadata": {"name": ns},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "resourceGroups": [{
-                    "coveredResources": ["cpu", "memory"],
-                    "flavors": [{"name": ns, "resources": [
-                        {"name": "cpu", "nominalQuota": "100m"},
-                        {"name": "memory", "nominalQuota": "1Gi"},
-                    ]}],
-                }],
-            },
-        }),
-    )
-    .await;
-    apply(
-        client,
-        "LocalQueue",
-        Some(ns),
-        json!({
-            "metadata": {"name": QUEUE}, "spec": {"clusterQueue": ns},
-        }),
-    )
-    .await;
-}
-
-async fn cleanup(client: &Client, ns: &str) {
-    delete(client, "ClusterQueue", ns).await;
-    delete(client, "ResourceFlavor", ns).await;
-}
-
-/// A tool of [`BRIEF`] whose container asks for the whole quota, admitted by [`QUEUE`].
-fn queued_tool(name: &str, script: &str) -> mcp_task_operator_crds::McpTool {
-    let container = json!({"resources": {
-        "requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}}});
-    let spec = json!({"queueName": QUEUE, "jobLabels": {"team": "tests"}});
-    tool(name, BUSYBOX_IMAGE, &["sh", "-c", script], spec, container)
-}
-
-fn suspended(job: &Job) -> bool {
-    job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
-}
-
-fn complete(job: &Job) -> bool {
-    let conditions = job.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.is_some_and(|c| {
-        c.iter()
-            .any(|c| c.type_ == "Complete" && c.status == "True")
-    })
-}
 
 #[tokio::test]
 async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
     with_temp_ns("kueue-order", |client, ns| async move {
         ensure_crds(&client).await;
-        queues(&client, &ns).await;
+        queues(&client, &ns, json!({})).await;
         let _operator = Operator::start_leader(&ns).await;
-        create_tool(&client, &ns, &queued_tool("kueued", BRIEF)).await;
+        create_tool(
+            &client,
+            &ns,
+            &queued_tool("kueued", BRIEF, json!({"jobLabels": {"team": "tests"}})),
+        )
+        .await;
         let mut names = Vec::new();
         for _ in 0..3 {
             names.push(
@@ -231,10 +133,10 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
 async fn a_task_waiting_for_admission_can_be_cancelled() {
     with_temp_ns("kueue-cancel", |client, ns| async move {
         ensure_crds(&client).await;
-        queues(&client, &ns).await;
+        queues(&client, &ns, json!({})).await;
         let _operator = Operator::start_leader(&ns).await;
         let until_cancelled = r#"echo '{"mcp":"status","message":"started"}'; while [ ! -s /var/run/mcp/cancel-requested ]; do sleep 0.2; done"#;
-        create_tool(&client, &ns, &queued_tool("held", until_cancelled)).await;
+        create_tool(&client, &ns, &queued_tool("held", until_cancelled, json!({}))).await;
         let first = create_task(&client, &ns, "held", json!({})).await.name_any();
         poll_task(&client, &ns, &first, WAIT, |t| status_message(t) == "started").await;
         let waiting = create_task(&client, &ns, "held", json!({})).await.name_any();

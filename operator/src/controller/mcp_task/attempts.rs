@@ -5,7 +5,16 @@
 //! an evicted pod may be seen deleted before its `DisruptionTarget` condition is, so a deleted
 //! pod counts too (the Job counts it against its backoff limit as well).
 //!
-//! Pure: the Job and the observed [`Workload`] in, the workload as the task should see it out.
+//! A queue may also take a running Job's admission back (Kueue preempts it for a workload of
+//! higher priority, or evicts it): it suspends the Job, whose pod is stopped, and resumes it
+//! later, when the pod starts the tool again from the beginning. That is a retry, so only a
+//! retrying Job waits for it; for any other the task fails `Preempted` (and its Job is
+//! deleted, so the queue never runs the call twice). It is recognised by a suspended Job that
+//! has a pod or whose tool ran before (the pod the follower's checkpoint names), and by a second
+//! pod of a Job that does not retry (the suspension came and went unseen).
+//!
+//! Pure: the Job, the observed [`Workload`] and the pods in, the workload as the task should
+//! see it out.
 
 use k8s_openapi::api::batch::v1::Job;
 
@@ -15,17 +24,50 @@ use super::outcome::{Decision, Outcome};
 /// The Job label naming the Kueue LocalQueue that admits it.
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
+/// The pods behind an observation: the one observed and the one the tool ran in before.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pods<'a> {
+    /// The UID of the pod observed (the Job's newest), if any.
+    pub current: Option<&'a str>,
+    /// The UID of the pod whose output the task followed, as recorded in its status, if any.
+    pub followed: Option<&'a str>,
+}
+
 /// `workload` (from [`observe_workload`](super::observe::observe_workload)) as the Job's
 /// suspension and retry policy make it.
-pub fn adjust(workload: Workload, job: Option<&Job>) -> Workload {
+pub fn adjust(workload: Workload, job: Option<&Job>, pods: Pods<'_>) -> Workload {
     let Some(job) = job else {
         return workload;
     };
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    // The pod is being stopped, or the tool ran before. NB: a pending or running pod beside a
+    // suspended Job alone proves nothing: the Job cache may lag the resume that made the pod.
+    let stopping = matches!(
+        workload,
+        Workload::Failed {
+            reason: FailureReason::Evicted | FailureReason::NodeLost | FailureReason::PodDeleted,
+            ..
+        }
+    );
+    let ran_before = pods.followed.is_some()
+        && matches!(workload, Workload::Starting { .. } | Workload::Running);
+    let rerun = matches!((pods.current, pods.followed), (Some(now), Some(before)) if now != before);
     match workload {
+        _ if suspended && (stopping || ran_before) => match retries(job) && !job_failed(job) {
+            true => Workload::Starting {
+                detail: match queue_name(job) {
+                    Some(q) => format!("Preempted by queue {q}; waiting for admission again"),
+                    None => "Preempted; waiting for the suspended Job to be resumed".to_owned(),
+                },
+            },
+            false => preempted(job, "while the tool ran"),
+        },
         Workload::Starting { .. } if suspended => Workload::Starting {
             detail: admission_message(job),
         },
+        Workload::Starting { .. } | Workload::Running if rerun && !retries(job) => {
+            preempted(job, "and resumed it: the tool would run a second time")
+        }
         Workload::Failed {
             reason: FailureReason::Evicted | FailureReason::NodeLost | FailureReason::PodDeleted,
             detail,
@@ -39,14 +81,30 @@ pub fn adjust(workload: Workload, job: Option<&Job>) -> Workload {
     }
 }
 
+/// The failure of a task whose Job its queue suspended `when`.
+fn preempted(job: &Job, when: &str) -> Workload {
+    let who = queue_name(job).map_or_else(|| "Its owner".to_owned(), |q| format!("Queue {q}"));
+    Workload::Failed {
+        reason: FailureReason::Preempted,
+        detail: Some(format!(
+            "{who} suspended the Job {when}; a tool runs again after a preemption only with \
+             McpTool spec.retryOnDisruption"
+        )),
+    }
+}
+
+/// The Kueue LocalQueue that admits `job`, if it names one.
+fn queue_name(job: &Job) -> Option<&str> {
+    job.metadata
+        .labels
+        .as_ref()?
+        .get(QUEUE_NAME_LABEL)
+        .map(String::as_str)
+}
+
 /// The status message of a task whose Job waits for admission.
 pub fn admission_message(job: &Job) -> String {
-    match job
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(QUEUE_NAME_LABEL))
-    {
+    match queue_name(job) {
         Some(queue) => format!("Waiting for admission by queue {queue}"),
         None => "Waiting for the suspended Job to be resumed".to_owned(),
     }

@@ -40,6 +40,7 @@ use super::follow::FollowState;
 use super::job_record;
 use super::observe::{Workload, select_pod, tool_container_finished};
 use super::outcome::{Observation, Outcome, cancel_requested_at, decide};
+use super::status::checkpoint_of;
 use super::{attempts, idle};
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
@@ -162,9 +163,15 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         }
         inspect::Inspected::Seen { pods, workload } => (pods, workload),
     };
-    // A Job waiting for its queue, or retrying a disruption, is not failing.
-    let workload = attempts::adjust(workload, job.as_ref());
+    // A Job waiting for its queue, or retrying a disruption, is not failing; one its queue
+    // took back is, unless it retries.
     let pod = select_pod(&pods);
+    let followed = task.status.as_ref().and_then(checkpoint_of);
+    let seen = attempts::Pods {
+        current: pod.and_then(|p| p.metadata.uid.as_deref()),
+        followed: followed.as_ref().map(|c| c.pod_uid.as_str()),
+    };
+    let workload = attempts::adjust(workload, job.as_ref(), seen);
     // Nothing need change on the objects for a start grace period to end: look again.
     if matches!(workload, Workload::Starting { .. }) {
         waits.push(START_POLL);

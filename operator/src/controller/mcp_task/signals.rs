@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// Every [`FailureReason`], so a stored `error.data.reason` maps back to a fixed label.
-const REASONS: [FailureReason; 23] = [
+const REASONS: [FailureReason; 24] = [
     FailureReason::ImagePullFailed,
     FailureReason::OomKilled,
     FailureReason::DeadlineExceeded,
@@ -39,6 +39,7 @@ const REASONS: [FailureReason; 23] = [
     FailureReason::StatusRefused,
     FailureReason::NodeLost,
     FailureReason::IdleTimeout,
+    FailureReason::Preempted,
 ];
 
 /// The `reason` label of a failed outcome: the [`FailureReason`] of an operator-detected
@@ -128,6 +129,7 @@ mod tests {
             StatusRefused => 20,
             NodeLost => 21,
             IdleTimeout => 22,
+            Preempted => 23,
         }
     }
 

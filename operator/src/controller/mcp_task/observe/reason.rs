@@ -50,6 +50,9 @@ pub enum FailureReason {
     NodeLost,
     /// The tool printed nothing for longer than its `McpTool.spec.idleTimeoutSeconds`.
     IdleTimeout,
+    /// The Job's queue (Kueue) took its admission back while the tool ran (preemption or
+    /// eviction), and the tool does not retry on disruption.
+    Preempted,
 }
 
 impl FailureReason {
@@ -79,6 +82,7 @@ impl FailureReason {
             Self::StatusRefused => "StatusRefused",
             Self::NodeLost => "NodeLost",
             Self::IdleTimeout => "IdleTimeout",
+            Self::Preempted => "Preempted",
         }
     }
 
@@ -123,6 +127,9 @@ impl FailureReason {
                  finished"
             }
             Self::IdleTimeout => "The tool printed nothing for longer than its idle timeout",
+            Self::Preempted => {
+                "The task's queue stopped its Job (preempted) before the tool finished"
+            }
         }
     }
 
@@ -138,6 +145,7 @@ impl FailureReason {
                 | Self::InputTooLarge
                 | Self::NodeLost
                 | Self::IdleTimeout
+                | Self::Preempted
         )
     }
 }
