@@ -13,17 +13,24 @@ fn call_params(name: &str, arguments: Value, tasks: bool) -> Value {
     json!({"name": name, "arguments": arguments, "_meta": meta(tasks)})
 }
 
+/// `tools/call` of `name` with `arguments`, declaring the tasks extension or not.
+async fn call_tool(
+    state: &AppState,
+    name: &str,
+    arguments: Value,
+    tasks: bool,
+) -> (StatusCode, Value) {
+    call(
+        state,
+        rpc("tools/call", call_params(name, arguments, tasks)),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn declaring_call_returns_a_flat_create_task_result_readable_at_once() {
     let (state, store) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("slow_compute", json!({"seconds": 5}), true),
-        ),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "slow_compute", json!({"seconds": 5}), true).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let result = &body["result"];
     assert_eq!(result["resultType"], "task");
@@ -57,24 +64,13 @@ async fn declaring_call_returns_a_flat_create_task_result_readable_at_once() {
 #[tokio::test]
 async fn arguments_that_break_the_schema_are_invalid_params_naming_the_argument() {
     let (state, store) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("slow_compute", json!({"seconds": "ten"}), true),
-        ),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "slow_compute", json!({"seconds": "ten"}), true).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["error"]["code"], -32602);
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("arguments/seconds"), "{message}");
     assert!(message.contains("integer"), "{message}");
-    let (_, missing) = call(
-        &state,
-        rpc("tools/call", call_params("slow_compute", json!({}), true)),
-    )
-    .await;
+    let (_, missing) = call_tool(&state, "slow_compute", json!({}), true).await;
     assert!(
         missing["error"]["message"]
             .as_str()
@@ -88,11 +84,7 @@ async fn arguments_that_break_the_schema_are_invalid_params_naming_the_argument(
 #[tokio::test]
 async fn unknown_tool_is_invalid_params() {
     let (state, _) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc("tools/call", call_params("nope", json!({}), true)),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "nope", json!({}), true).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["error"]["code"], -32602);
     assert_eq!(body["error"]["message"], "Unknown tool: nope");
@@ -101,11 +93,7 @@ async fn unknown_tool_is_invalid_params() {
 #[tokio::test]
 async fn task_required_tool_refuses_non_declaring_callers_with_32021() {
     let (state, store) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc("tools/call", call_params("failing_job", json!({}), false)),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "failing_job", json!({}), false).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error"]["code"], -32021);
     assert_eq!(
@@ -131,14 +119,7 @@ async fn non_declaring_call_of_optional_tool_waits_for_the_result() {
         store.clone(),
         json!({"status": "completed", "result": {"content": [{"type": "text", "text": "done"}], "isError": false}}),
     );
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("slow_compute", json!({"seconds": 0}), false),
-        ),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "slow_compute", json!({"seconds": 0}), false).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["resultType"], "complete");
     assert_eq!(body["result"]["content"][0]["text"], "done");
@@ -166,14 +147,7 @@ async fn synchronous_call_of_a_failing_task_answers_its_json_rpc_error() {
         store.clone(),
         json!({"status": "failed", "error": {"code": -32603, "message": "pod evicted", "data": {"reason": "Evicted"}}}),
     );
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("greet", json!({"name": "x"}), false),
-        ),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "greet", json!({"name": "x"}), false).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["error"]["code"], -32603);
     assert_eq!(body["error"]["message"], "pod evicted");
@@ -183,14 +157,7 @@ async fn synchronous_call_of_a_failing_task_answers_its_json_rpc_error() {
 #[tokio::test(start_paused = true)]
 async fn synchronous_call_that_outlives_its_limit_is_cancelled_with_an_error_result() {
     let (state, store) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc(
-            "tools/call",
-            call_params("greet", json!({"name": "x"}), false),
-        ),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "greet", json!({"name": "x"}), false).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["isError"], true, "{body}");
     assert_eq!(store.count(), 1);
@@ -236,11 +203,7 @@ async fn start_inputs_are_asked_first_then_the_task_is_created() {
 #[tokio::test]
 async fn start_inputs_need_the_elicitation_capability() {
     let (state, _) = test_state();
-    let (status, body) = call(
-        &state,
-        rpc("tools/call", call_params("confirm_delete", json!({}), true)),
-    )
-    .await;
+    let (status, body) = call_tool(&state, "confirm_delete", json!({}), true).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error"]["code"], -32021);
     assert!(body["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
@@ -299,10 +262,7 @@ async fn legacy_clients_get_synchronous_results_without_tasks() {
     // A 2025-11-25 client after a stateless initialize: no _meta, even if it claims the extension.
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "slow_compute", "arguments": {"seconds": 1}, "task": {"ttl": 1000}}});
-    let request = axum::http::Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let request = bare_post()
         .header("mcp-protocol-version", "2025-11-25")
         .body(axum::body::Body::from(body.to_string()))
         .unwrap();
@@ -320,10 +280,7 @@ async fn legacy_clients_get_task_only_refusals_in_band_with_http_200() {
     let (state, store) = test_state();
     let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
         "name": "failing_job", "arguments": {}}});
-    let request = axum::http::Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let request = bare_post()
         .header("mcp-protocol-version", "2025-11-25")
         .body(axum::body::Body::from(body.to_string()))
         .unwrap();

@@ -126,12 +126,17 @@ pub fn meta(tasks: bool) -> Value {
     })
 }
 
-/// A POST to `/mcp` with the standard headers derived from the body.
-pub fn post(body: &Value) -> axum::http::request::Builder {
-    let mut builder = Request::post("/mcp")
+/// A POST to `/mcp` with `Host`, `Content-Type` and `Accept` only: no MCP headers.
+pub fn bare_post() -> axum::http::request::Builder {
+    Request::post("/mcp")
         .header("host", "localhost:8080")
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
+        .header("accept", "application/json, text/event-stream")
+}
+
+/// A POST to `/mcp` with the standard headers derived from the body.
+pub fn post(body: &Value) -> axum::http::request::Builder {
+    let mut builder = bare_post();
     if let Some(method) = body["method"].as_str() {
         builder = builder.header("mcp-method", method);
         let name = match method {

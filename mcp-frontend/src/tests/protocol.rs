@@ -76,10 +76,7 @@ async fn meta_without_client_info_is_served() {
 async fn version_header_disagreeing_with_meta_is_header_mismatch() {
     let (state, _) = test_state();
     let body = rpc("tools/list", json!({"_meta": meta(false)}));
-    let request = Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let request = bare_post()
         .header("mcp-method", "tools/list")
         .header("mcp-protocol-version", "2025-11-25")
         .body(Body::from(body.to_string()))
@@ -93,10 +90,7 @@ async fn version_header_disagreeing_with_meta_is_header_mismatch() {
 async fn missing_version_header_is_header_mismatch() {
     let (state, _) = test_state();
     let body = rpc("tools/list", json!({"_meta": meta(false)}));
-    let request = Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let request = bare_post()
         .header("mcp-method", "tools/list")
         .body(Body::from(body.to_string()))
         .unwrap();
@@ -136,10 +130,7 @@ async fn mcp_method_and_name_headers_must_match_the_body() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
         assert_eq!(answer["error"]["code"], -32020, "{answer}");
     }
-    let request = Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let request = bare_post()
         .header("mcp-protocol-version", V)
         .header("mcp-method", "tasks/get")
         .header("mcp-name", "other")
@@ -192,12 +183,7 @@ async fn legacy_initialize_is_answered_statelessly() {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"},
         }),
     );
-    let request = Request::post("/mcp")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(Body::from(body.to_string()))
-        .unwrap();
+    let request = bare_post().body(Body::from(body.to_string())).unwrap();
     let response = crate::app(state.clone()).oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.headers().get("mcp-session-id").is_none());
@@ -357,12 +343,7 @@ async fn unsupported_version_error_lists_what_discover_advertises() {
             json!({"protocolVersion": asked, "capabilities": {},
                 "clientInfo": {"name": "old", "version": "1"}}),
         );
-        let request = Request::post("/mcp")
-            .header("host", "localhost")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(Body::from(body.to_string()))
-            .unwrap();
+        let request = bare_post().body(Body::from(body.to_string())).unwrap();
         let (status, body) = send(&state, request).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(
