@@ -20,7 +20,7 @@ pub const RESULT_TEXT: &str = "restocked 64 SKUs";
 /// Sum of `apiserver_request_total` over the series whose labels include every `key="value"`
 /// pair in `labels`, from the API server's `/metrics` (read with the cluster's kubectl).
 pub fn apiserver_requests(labels: &[(&str, &str)]) -> Result<f64, String> {
-    let out = mcp_task_operator_tests::kubectl(&["get", "--raw", "/metrics"]);
+    let out = mcp_task_operator_harness::kubectl(&["get", "--raw", "/metrics"]);
     if !out.status.success() {
         return Err(format!(
             "kubectl get --raw /metrics failed: {}",

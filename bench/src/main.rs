@@ -132,7 +132,7 @@ where
     let started = Instant::now();
     let slot = &mut section;
     let outcome = in_namespace(&format!("bench-{name}"), |client, ns| async move {
-        mcp_task_operator_tests::ensure_crds(&client).await;
+        mcp_task_operator_harness::ensure_crds(&client).await;
         body(
             Bench {
                 config,
@@ -157,7 +157,7 @@ where
 {
     let mut outcome = Ok(());
     let outcome_slot = &mut outcome;
-    let ran = AssertUnwindSafe(mcp_task_operator_tests::with_temp_ns(
+    let ran = AssertUnwindSafe(mcp_task_operator_harness::with_temp_ns(
         prefix,
         |client, ns| async move {
             *outcome_slot = body(client, ns).await;

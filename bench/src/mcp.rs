@@ -1,10 +1,10 @@
 //! MCP requests as the load generator sends them: the bytes and headers of the tests' raw
-//! client ([`mcp_task_operator_tests::mcp_client::framed`]).
+//! client ([`mcp_task_operator_harness::mcp_client::framed`]).
 
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use mcp_task_operator_tests::mcp_client::{PROTOCOL_VERSION, framed};
+use mcp_task_operator_harness::mcp_client::{PROTOCOL_VERSION, framed};
 use serde_json::json;
 
 use crate::load::{Request, Target};

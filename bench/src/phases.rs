@@ -1,6 +1,6 @@
 //! When the cluster did what, per task: a watch on the Jobs and pods of one namespace records
 //! the first time each Job was seen, each pod was seen running and each pod was seen stopped.
-//! With the operator's [`mcp_task_operator_tests::operator::TaskRecorder`] this splits a
+//! With the operator's [`mcp_task_operator_harness::operator::TaskRecorder`] this splits a
 //! task's life into phases.
 
 use std::collections::BTreeMap;

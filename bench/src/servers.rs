@@ -40,7 +40,7 @@ impl ServerProcess {
     /// Starts this binary with `args` (a `serve-*` subcommand and its arguments; the port is
     /// appended) and waits until it accepts connections.
     pub async fn start(args: &[&str]) -> Result<Self, String> {
-        let port = mcp_task_operator_tests::frontend::free_port();
+        let port = mcp_task_operator_harness::frontend::free_port();
         let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
         let child = Command::new(exe)
             .args(args)

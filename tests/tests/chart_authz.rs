@@ -12,13 +12,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::callers::{
+use mcp_task_operator_harness::callers::{
     AUDIENCE, Who, assert_unauthorized, caller_token, grant_tools, random_token, service_account,
     token,
 };
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";

@@ -2,9 +2,9 @@
 //! front end Service in the chart's default auth (token review with an audience, RBAC on tools),
 //! and fails when the tool is not its to call.
 
-use mcp_task_operator_tests::operator::ensure_example_images;
-use mcp_task_operator_tests::stack::{Release, apply_examples, install, output_text};
-use mcp_task_operator_tests::{ensure_crds, helm, with_temp_ns};
+use mcp_task_operator_harness::operator::ensure_example_images;
+use mcp_task_operator_harness::stack::{Release, apply_examples, install, output_text};
+use mcp_task_operator_harness::{ensure_crds, helm, with_temp_ns};
 use tokio::task::block_in_place;
 
 const RELEASE: &str = "ht";

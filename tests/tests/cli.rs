@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_tests::callers::caller_token;
-use mcp_task_operator_tests::operator::ensure_example_images;
-use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url, output_text};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::callers::caller_token;
+use mcp_task_operator_harness::operator::ensure_example_images;
+use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url, output_text};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use tokio::task::block_in_place;
 
 const RELEASE: &str = "cli";

@@ -2,16 +2,16 @@
 //! Tasks library (`tests/clients/ts/tasks.mjs`) and the official Python SDK with a task-claiming
 //! client extension (`tests/clients/py/tasks.py`), each doing poll, input, cancel and listen, and
 //! a 2025-era Python SDK over 2025-11-25. The flows and their checks live in
-//! `mcp_task_operator_tests::clients`, shared with the end-to-end test of the installed chart.
+//! `mcp_task_operator_harness::clients`, shared with the end-to-end test of the installed chart.
 
-use mcp_task_operator_tests::clients::{
+use mcp_task_operator_harness::clients::{
     assert_python_flows, assert_typescript_flows, clients_dir, run_json, run_python_flows,
     run_typescript_flows, script, steps,
 };
-use mcp_task_operator_tests::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::with_temp_ns;
+use mcp_task_operator_harness::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 use tokio::process::Command;
 

@@ -10,7 +10,7 @@ use kube::{
     api::{ListParams, LogParams, Patch, PatchParams, PostParams},
     runtime::wait::Condition,
 };
-use mcp_task_operator_tests::{wait_for, with_temp_ns};
+use mcp_task_operator_harness::{wait_for, with_temp_ns};
 use serde_json::json;
 
 const BUSYBOX: &str = "localhost/busybox:1.35";

@@ -5,16 +5,16 @@
 //! `core-mcptools.yaml`, marked Ready and played by the test-side status writer
 //! (`tests/tests/e2e_stack.rs` runs the same suite with the real operator and Jobs).
 
-use mcp_task_operator_tests::conformance::{
+use mcp_task_operator_harness::conformance::{
     EXPLAINED, assert_suite_passes_or_is_explained, run_suite, run_tasks_scenarios,
 };
-use mcp_task_operator_tests::fixture_tools::{
+use mcp_task_operator_harness::fixture_tools::{
     CORE_FIXTURE_TOOLS, FIXTURE_TOOLS, apply_core_fixture_tools, serve_fixtures,
     trigger_tool_changes,
 };
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::with_temp_ns;
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::with_temp_ns;
 
 #[tokio::test]
 async fn every_tasks_scenario_of_the_official_conformance_suite_passes() {

@@ -17,22 +17,22 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_tests::callers::caller_token;
-use mcp_task_operator_tests::clients::{
+use mcp_task_operator_harness::callers::caller_token;
+use mcp_task_operator_harness::clients::{
     assert_python_flows, assert_typescript_flows, run_python_flows, run_restock_report,
     run_typescript_flows,
 };
-use mcp_task_operator_tests::conformance::{
+use mcp_task_operator_harness::conformance::{
     EXPLAINED, EXPLAINED_WITH_REAL_JOBS, assert_suite_passes_or_is_explained, run_suite,
     tasks_scenario_failures,
 };
-use mcp_task_operator_tests::fixture_tools::{
+use mcp_task_operator_harness::fixture_tools::{
     CORE_FIXTURE_MANIFEST, CORE_FIXTURE_TOOLS, FIXTURE_MANIFEST, FIXTURE_TOOLS, repo_file,
 };
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::stack::{NODE_IP, Release, TWO_REPLICAS, install, wait_tools_ready};
-use mcp_task_operator_tests::token_relay::TokenRelay;
-use mcp_task_operator_tests::{ensure_crds, kubectl, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::stack::{NODE_IP, Release, TWO_REPLICAS, install, wait_tools_ready};
+use mcp_task_operator_harness::token_relay::TokenRelay;
+use mcp_task_operator_harness::{ensure_crds, kubectl, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 
 const RELEASE: &str = "e2e";

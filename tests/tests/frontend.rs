@@ -4,14 +4,14 @@
 
 use kube::Api;
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool, task_id};
-use mcp_task_operator_tests::fixture_tools::{
+use mcp_task_operator_harness::fixture_tools::{
     FIXTURE_TOOLS, apply_tool, mark_tools_ready, serve_fixtures,
 };
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::{
     Mcp, TASKS_EXTENSION, WAIT, assert_foreign_task_looks_unknown,
 };
-use mcp_task_operator_tests::with_temp_ns;
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 
 /// A front end for `ns` with the fixture tools served, and a client for it.

@@ -12,12 +12,12 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
 use kube::api::PostParams;
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::fixture_tools::serve_fixtures;
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{
+use mcp_task_operator_harness::fixture_tools::serve_fixtures;
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::{
     Mcp, PROTOCOL_VERSION, assert_foreign_task_looks_unknown,
 };
-use mcp_task_operator_tests::{kubectl, with_temp_ns};
+use mcp_task_operator_harness::{kubectl, with_temp_ns};
 use serde_json::{Value, json};
 
 /// The audience the front end asks TokenReview for.

@@ -7,11 +7,11 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::ListParams;
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::lag_proxy::{LagProxy, api_server_address};
-use mcp_task_operator_tests::mcp_client::{Mcp, WAIT};
-use mcp_task_operator_tests::{kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::lag_proxy::{LagProxy, api_server_address};
+use mcp_task_operator_harness::mcp_client::{Mcp, WAIT};
+use mcp_task_operator_harness::{kubectl_ok, with_temp_ns};
 use serde_json::json;
 
 #[tokio::test]

@@ -9,10 +9,10 @@ use futures::future::join_all;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 async fn start(client: &kube::Client, ns: &str) -> (Frontend, Mcp) {

@@ -9,10 +9,10 @@ use std::time::Instant;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use mcp_task_operator_crds::{McpTask, task_id};
-use mcp_task_operator_tests::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Refused requests sent in a row to measure what one costs.

@@ -7,11 +7,11 @@
 
 use std::time::Instant;
 
-use mcp_task_operator_tests::callers::{random_token, service_account, token};
-use mcp_task_operator_tests::fixture_tools::serve_fixtures;
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::with_temp_ns;
+use mcp_task_operator_harness::callers::{random_token, service_account, token};
+use mcp_task_operator_harness::fixture_tools::serve_fixtures;
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
 const AUDIENCE: &str = "mcp-task-operator-review-test";

@@ -12,15 +12,15 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::kueue::{
+use mcp_task_operator_harness::kueue::{
     QUEUE, WAITING, cleanup, complete, queued_tool, queues, suspended,
 };
-use mcp_task_operator_tests::operator::Operator;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::Operator;
+use mcp_task_operator_harness::operator::{
     WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel, result_text,
     status_message, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Runs about two seconds, then returns its task ID.

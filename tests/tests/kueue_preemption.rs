@@ -11,12 +11,12 @@ use std::time::Instant;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::kueue::{apply, cleanup, delete, queued_tool, queues};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
     result_text, status_message, wait_job_stopped, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Says it started, works eight seconds, then returns its task ID.

@@ -13,15 +13,15 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::kwok::{
+use mcp_task_operator_harness::kwok::{
     DEFAULT_LOG, DEFAULT_RESULT_TEXT, FakeNode, HOLD_CONTAINER, HOLD_LOG_FIRST, NO_SUCH_IMAGE,
     RUN_FOR_ANNOTATION, SHARED_TYPE, ensure_fake_nodes, fake_pod_template, place_on_fake_node,
 };
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
     status_message, tool, wait_completed,
 };
-use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Creates a Job (no retries) running `template` and returns its name.

@@ -13,12 +13,12 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpServer, McpTool, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, answer, create_task, ensure_example_images, request_cancel,
     result_text, wait_status, wait_task, wait_terminal,
 };
-use mcp_task_operator_tests::stack::image_tag;
-use mcp_task_operator_tests::{ensure_crds, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::stack::image_tag;
+use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
 
@@ -42,7 +42,7 @@ async fn start(client: &Client, ns: &str) -> Operator {
             "examples/mcp-servers/everything.yaml",
             "examples/mcp-servers/time.yaml",
         ] {
-            let path = mcp_task_operator_tests::chart_dir()
+            let path = mcp_task_operator_harness::chart_dir()
                 .join("../..")
                 .join(file);
             kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().expect("UTF-8 path")]);
@@ -170,7 +170,7 @@ async fn a_server_that_cannot_start_is_not_ready_and_says_why() {
             .create(&Default::default(), &broken)
             .await
             .expect("create");
-        let failed = mcp_task_operator_tests::wait_for(
+        let failed = mcp_task_operator_harness::wait_for(
             &servers,
             "broken",
             |s: Option<&McpServer>| {

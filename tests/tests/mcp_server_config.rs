@@ -8,13 +8,13 @@ use std::time::Duration;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::mcp_servers::{
+use mcp_task_operator_harness::mcp_servers::{
     RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image, start_operator,
 };
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     create_task, ensure_example_images, failure_reason, result_text, wait_task,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
 

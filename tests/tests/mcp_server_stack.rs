@@ -4,12 +4,12 @@
 //! image, their tools appear in `tools/list` with the servers' own schemas, and the official
 //! Python and TypeScript SDK clients, and a raw client, call them as tasks and plainly.
 
-use mcp_task_operator_tests::callers::caller_token;
-use mcp_task_operator_tests::clients::{run_restock_report, run_restock_report_ts};
-use mcp_task_operator_tests::mcp_client::{Mcp, framed};
-use mcp_task_operator_tests::operator::ensure_example_images;
-use mcp_task_operator_tests::stack::{Release, install, mcp_url, wait_tools_ready};
-use mcp_task_operator_tests::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::callers::caller_token;
+use mcp_task_operator_harness::clients::{run_restock_report, run_restock_report_ts};
+use mcp_task_operator_harness::mcp_client::{Mcp, framed};
+use mcp_task_operator_harness::operator::ensure_example_images;
+use mcp_task_operator_harness::stack::{Release, install, mcp_url, wait_tools_ready};
+use mcp_task_operator_harness::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
 

@@ -7,13 +7,13 @@
 use std::time::{Duration, Instant};
 
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
     request_cancel, shell_tool, wait_task, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// The value of the sample `series` (name and labels as /metrics prints them) in `text`; 0
@@ -140,7 +140,7 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
         let task = create_task(&client, &ns, "sleeper", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
         wait_task(&client, &ns, &name, WAIT, |t| {
-            mcp_task_operator_tests::operator::status_message(t).contains("started")
+            mcp_task_operator_harness::operator::status_message(t).contains("started")
         })
         .await;
         request_cancel(&client, &ns, &name).await;

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::operator::Operator;
-use mcp_task_operator_tests::{KUBE_VERSION, chart_dir, ensure_crds, helm, with_temp_ns};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::operator::Operator;
+use mcp_task_operator_harness::{KUBE_VERSION, chart_dir, ensure_crds, helm, with_temp_ns};
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -10,11 +10,11 @@
 use std::time::Duration;
 
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, create_task, create_tool, ensure_example_images, events_for,
     failure_reason, result_is_error, result_text, shell_tool, status_message, wait_task,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Longest any row takes: the endless row ends by its 12 s deadline, the others at once.

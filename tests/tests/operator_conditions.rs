@@ -4,10 +4,10 @@
 
 use kube::Api;
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, apply_example_tools, create_task, ensure_example_images,
 };
-use mcp_task_operator_tests::{ensure_crds, kubectl, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, kubectl, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
 

@@ -3,13 +3,13 @@
 //! asserting each task's final status, message, result or error, and its Events.
 
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     ANSWERED_ONCE, Operator, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools,
     create_task, create_tool, ensure_example_images, ensure_rust_tool_image, events_for,
     failure_reason, result_is_error, result_text, shell_tool, status_message, tool, wait_completed,
     wait_status, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
@@ -20,7 +20,7 @@ async fn setup(client: &kube::Client, ns: &str) -> Operator {
     Operator::start_leader(ns).await
 }
 
-fn reasons(events: &[mcp_task_operator_tests::operator::SeenEvent]) -> Vec<&str> {
+fn reasons(events: &[mcp_task_operator_harness::operator::SeenEvent]) -> Vec<&str> {
     events.iter().map(|e| e.reason.as_str()).collect()
 }
 

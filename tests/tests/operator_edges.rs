@@ -10,12 +10,12 @@ use k8s_openapi::api::core::v1::ResourceQuota;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
     request_cancel, result_text, shell_tool, status_message, tool, wait_completed,
     wait_job_stopped, wait_pod_phase, wait_status, wait_task, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Starts the test's operator with `MCP_OPERATOR_*` settings `env`, and waits until it leads.
@@ -80,7 +80,7 @@ async fn quota(client: &Client, ns: &str, hard: Value) {
         .create(&PostParams::default(), &quota)
         .await
         .expect("create quota");
-    mcp_task_operator_tests::wait_for(
+    mcp_task_operator_harness::wait_for(
         &quotas,
         "none",
         |q: Option<&ResourceQuota>| {

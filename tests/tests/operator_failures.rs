@@ -7,12 +7,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, EvictParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, ensure_example_images,
     failure_reason, shell_tool, status_message, task_pods, tool, wait_task, wait_task_event,
     wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 async fn setup(client: &Client, ns: &str) -> Operator {

@@ -10,12 +10,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, WAIT, answer, apply_example_tools, create_task, ensure_example_images,
     events_for, result_text, status_message, task_pods, wait_pod_phase, wait_status, wait_task,
     wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 #[tokio::test]

@@ -10,11 +10,11 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, apply_example_tools, assert_completed, create_task, ensure_example_images,
     events_for, result_text, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 #[tokio::test]

@@ -20,12 +20,12 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{ListParams, LogParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::faults::{JobRecorder, Partition, container_pid, pods_ready};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::faults::{JobRecorder, Partition, container_pid, pods_ready};
+use mcp_task_operator_harness::operator::{
     TaskRecorder, create_task, ensure_example_images, result_text, wait_task,
 };
-use mcp_task_operator_tests::stack::{NODE_IP, Release, apply_examples, install};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::stack::{NODE_IP, Release, apply_examples, install};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 const RELEASE: &str = "leader";

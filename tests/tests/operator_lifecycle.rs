@@ -11,12 +11,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, WAIT, apply_example_tools, create_task, create_task_with, create_tool,
     ensure_example_images, events_for, request_cancel, shell_tool, status_message, task_pods,
     wait_task, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 async fn setup(client: &Client, ns: &str) -> Operator {

@@ -13,11 +13,11 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, apply_example_tools, assert_completed, create_task, create_task_with,
     ensure_example_images, events_for, failure_reason, poll_task, result_text, status_message,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 async fn setup(client: &Client, ns: &str) -> Operator {
@@ -179,7 +179,7 @@ impl Drop for Release {
         let args = [
             "-n", &self.ns, "patch", &job, "--type", "merge", "-p", patch,
         ];
-        let _ = mcp_task_operator_tests::kubectl(&args);
+        let _ = mcp_task_operator_harness::kubectl(&args);
     }
 }
 

@@ -14,11 +14,11 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_crds::budget::MAX_ERROR_DATA_BYTES;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, answer, create_task, create_tool, ensure_example_images, events_for,
     failure_reason, result_text, shell_tool, status_message, wait_status, wait_task, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// A ServiceAccount of `ns` with every right the operator's chart Role gives, in `ns`, but
@@ -185,7 +185,7 @@ async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         // The checkpoint counts the warnings: wait until the status records all three.
-        mcp_task_operator_tests::operator::wait_task(
+        mcp_task_operator_harness::operator::wait_task(
             &client,
             &ns,
             &name,

@@ -9,11 +9,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, ensure_example_images, result_text,
     shell_tool, wait_completed,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 async fn setup(client: &Client, ns: &str, retention: &str) -> Operator {

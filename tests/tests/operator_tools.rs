@@ -7,11 +7,11 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::PostParams;
 use mcp_task_operator_crds::{McpTool, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, create_task, create_tool, failure_reason, shell_tool, tool,
     tool_event, tool_ready, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::json;
 
 #[tokio::test]

@@ -7,10 +7,12 @@ use std::time::Duration;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTool;
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{Mcp, Reply, TASKS_EXTENSION, WAIT, framed};
-use mcp_task_operator_tests::operator::{Operator, create_tool, ensure_example_images, shell_tool};
-use mcp_task_operator_tests::{TEST_FIELD_MANAGER, ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::{Mcp, Reply, TASKS_EXTENSION, WAIT, framed};
+use mcp_task_operator_harness::operator::{
+    Operator, create_tool, ensure_example_images, shell_tool,
+};
+use mcp_task_operator_harness::{TEST_FIELD_MANAGER, ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// An operator leading in `ns` and a front end serving it.

@@ -10,11 +10,11 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel,
     result_text, shell_tool, status_message, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Runs about ten seconds (long enough for a loaded test to see the others queued), then returns

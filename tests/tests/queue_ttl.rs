@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, McpTool, TaskStatus};
-use mcp_task_operator_tests::kueue::{WAITING, cleanup, queued_tool, queues};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::kueue::{WAITING, cleanup, queued_tool, queues};
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, create_task, create_task_with, create_tool, poll_task, request_cancel,
     shell_tool, status_message, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Runs until cancelled.

@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
     result_text, shell_tool, status_message, wait_completed, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Says it started, works five seconds, returns.

@@ -12,15 +12,17 @@ use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::callers::{assert_unauthorized, random_token};
-use mcp_task_operator_tests::chart_access::check_release_access;
-use mcp_task_operator_tests::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::callers::{assert_unauthorized, random_token};
+use mcp_task_operator_harness::chart_access::check_release_access;
+use mcp_task_operator_harness::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
+use mcp_task_operator_harness::operator::{
     Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
     result_is_error, result_text, shell_tool, wait_status, wait_terminal,
 };
-use mcp_task_operator_tests::stack::{Release, apply_examples, install, mcp_url, wait_tools_ready};
-use mcp_task_operator_tests::{ensure_crds, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::stack::{
+    Release, apply_examples, install, mcp_url, wait_tools_ready,
+};
+use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 
 const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";

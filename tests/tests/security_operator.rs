@@ -10,11 +10,11 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus, task_id};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
     result_text, shell_tool, status_message, tool, wait_completed, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
@@ -255,7 +255,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
             .await
             .name_any();
         let started = |t: &McpTask| status_message(t) == "started";
-        mcp_task_operator_tests::operator::wait_task(&client, &ns, &name, WAIT, started).await;
+        mcp_task_operator_harness::operator::wait_task(&client, &ns, &name, WAIT, started).await;
 
         // Nothing of the first process survives; the second reads the nonce from the Job.
         first.kill().await;

@@ -5,11 +5,11 @@
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, failure_reason,
     shell_tool, status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
 
 /// The operator's and the front end's ServiceAccount names, as the chart would pass them.

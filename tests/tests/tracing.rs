@@ -1,4 +1,4 @@
-//! OpenTelemetry traces, read back from a real backend: Jaeger (`tests/src/jaeger.rs`) on
+//! OpenTelemetry traces, read back from a real backend: Jaeger (`harness/src/jaeger.rs`) on
 //! loopback, the front end and the operator as child processes exporting to it over OTLP/HTTP,
 //! real Jobs on the local cluster. One trace per task: the client's `traceparent` (from
 //! `params._meta`, MCP SEP-414) is continued by the front end's `tools/call` span, the
@@ -7,13 +7,13 @@
 
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TRACEPARENT_ANNOTATION};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::jaeger::{Jaeger, Span};
-use mcp_task_operator_tests::mcp_client::{Mcp, framed};
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::jaeger::{Jaeger, Span};
+use mcp_task_operator_harness::mcp_client::{Mcp, framed};
+use mcp_task_operator_harness::operator::{
     Operator, create_tool, result_text, shell_tool, wait_terminal,
 };
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -273,18 +273,18 @@ async fn the_front_end_sends_its_buffered_spans_when_it_stops() {
 
 /// The chart's Deployments rendered with `sets`: each one's `name=value` env.
 fn rendered_env(sets: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
-    let chart = mcp_task_operator_tests::chart_dir();
+    let chart = mcp_task_operator_harness::chart_dir();
     let mut args = vec![
         "template",
         "mto",
         chart.to_str().expect("UTF-8 path"),
         "--kube-version",
-        mcp_task_operator_tests::KUBE_VERSION,
+        mcp_task_operator_harness::KUBE_VERSION,
     ];
     for set in sets {
         args.extend(["--set", set]);
     }
-    let out = mcp_task_operator_tests::helm(&args);
+    let out = mcp_task_operator_harness::helm(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -334,13 +334,13 @@ fn the_chart_exports_traces_from_both_components_only_when_an_endpoint_is_set() 
         assert_eq!(env["OTEL_TRACES_SAMPLER_ARG"], "0.25");
     }
     // The binaries send OTLP/HTTP without TLS: the schema refuses anything else.
-    let chart = mcp_task_operator_tests::chart_dir();
-    let https = mcp_task_operator_tests::helm(&[
+    let chart = mcp_task_operator_harness::chart_dir();
+    let https = mcp_task_operator_harness::helm(&[
         "template",
         "mto",
         chart.to_str().expect("UTF-8 path"),
         "--kube-version",
-        mcp_task_operator_tests::KUBE_VERSION,
+        mcp_task_operator_harness::KUBE_VERSION,
         "--set",
         "tracing.otlpEndpoint=https://collector:4318",
     ]);

@@ -11,10 +11,10 @@ use std::time::{Duration, SystemTime};
 
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::mcp_servers::{
+use mcp_task_operator_harness::mcp_servers::{
     RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image,
 };
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, RUST_TOOL_IMAGE, TaskRecorder, create_task, create_tool, ensure_example_images,
     ensure_rust_tool_image, tool, wait_terminal,
 };
@@ -84,7 +84,7 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
         ensure_rust_mcp_server_image(server_bin);
         ensure_example_images();
     });
-    mcp_task_operator_tests::ensure_crds(&client).await;
+    mcp_task_operator_harness::ensure_crds(&client).await;
     let operator = Operator::start(
         ns,
         &format!("{ns}-lease"),
@@ -213,7 +213,7 @@ async fn register(client: &Client, ns: &str) {
     .await;
     let time: Value = serde_yaml::from_str(
         &std::fs::read_to_string(
-            mcp_task_operator_tests::chart_dir().join("../../examples/mcp-servers/time.yaml"),
+            mcp_task_operator_harness::chart_dir().join("../../examples/mcp-servers/time.yaml"),
         )
         .expect("examples/mcp-servers/time.yaml"),
     )

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use kube::Api;
 use kube::api::PostParams;
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::fixture_tools::mark_tools_ready;
-use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::operator::{create_tool, shell_tool};
+use mcp_task_operator_harness::fixture_tools::mark_tools_ready;
+use mcp_task_operator_harness::frontend::{Frontend, UNLIMITED};
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::operator::{create_tool, shell_tool};
 use serde_json::json;
 
 use crate::cluster::{ANONYMOUS, task_manifest};

@@ -9,9 +9,9 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::frontend::{Frontend, UNLIMITED};
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, TaskRecorder, create_tool, shell_tool,
 };
 use serde_json::json;

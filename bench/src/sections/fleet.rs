@@ -19,10 +19,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::frontend::{Frontend, UNLIMITED};
-use mcp_task_operator_tests::kwok::{NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, fake_pod_template};
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::operator::{Operator, create_tool, tool};
+use mcp_task_operator_harness::frontend::{Frontend, UNLIMITED};
+use mcp_task_operator_harness::kwok::{NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, fake_pod_template};
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::operator::{Operator, create_tool, tool};
 use rand::seq::SliceRandom;
 use serde_json::json;
 
@@ -77,7 +77,7 @@ pub async fn run(
     count: usize,
     section: &mut Section,
 ) -> Result<(), String> {
-    mcp_task_operator_tests::ensure_crds(&client).await;
+    mcp_task_operator_harness::ensure_crds(&client).await;
     let run_for = format!("{}s", RUN_FOR.as_secs());
     let template = fake_pod_template(TOOL, json!({RUN_FOR_ANNOTATION: run_for}));
     // The baseline first, in the empty namespace: the same pod as bare Jobs, created by the

@@ -2,8 +2,8 @@
 //! bare axum handler returning the same bytes and a plain rmcp server with its own
 //! `TaskManager`, at each connection count.
 
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::Mcp;
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::Mcp;
 use serde_json::json;
 
 use crate::cluster::create_completed_task;

@@ -3,13 +3,13 @@
 //! pod exit → terminal status, status line → `statusMessage`, cancel → `cancelled`.
 //!
 //! Each figure is the watch's delivery time minus the time the event happened, on the shared
-//! helpers of `mcp_task_operator_tests::operator`.
+//! helpers of `mcp_task_operator_harness::operator`.
 
 use std::time::{Duration, SystemTime};
 
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_tests::operator::{
+use mcp_task_operator_harness::operator::{
     Operator, RUST_TOOL_IMAGE, TaskRecorder, create_task, create_tool, ensure_rust_tool_image,
     printed_time, request_cancel, result_text, tool, wait_task, wait_terminal,
 };
@@ -45,7 +45,7 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
         .as_deref()
         .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
     ensure_rust_tool_image(binary);
-    mcp_task_operator_tests::ensure_crds(&client).await;
+    mcp_task_operator_harness::ensure_crds(&client).await;
     let _operator = Operator::start_leader(ns).await;
     create_tool(
         &client,

@@ -8,8 +8,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 use mcp_task_operator_crds::task_id;
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::operator::Operator;
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::operator::Operator;
 use rand::seq::SliceRandom;
 
 use crate::cluster::{

@@ -12,10 +12,10 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::ListParams;
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
-use mcp_task_operator_tests::frontend::Frontend;
-use mcp_task_operator_tests::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION};
-use mcp_task_operator_tests::with_temp_ns;
+use mcp_task_operator_harness::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
+use mcp_task_operator_harness::frontend::Frontend;
+use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -22,17 +22,17 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_tests::callers::caller_token;
-use mcp_task_operator_tests::faults::{
+use mcp_task_operator_harness::callers::caller_token;
+use mcp_task_operator_harness::faults::{
     JobRecorder, Partition, Restore, cluster_ctl, container_pid, pod_is_ready, pods_ready,
 };
-use mcp_task_operator_tests::mcp_client::{Mcp, framed};
-use mcp_task_operator_tests::operator::{TaskRecorder, ensure_example_images};
-use mcp_task_operator_tests::stack::{
+use mcp_task_operator_harness::mcp_client::{Mcp, framed};
+use mcp_task_operator_harness::operator::{TaskRecorder, ensure_example_images};
+use mcp_task_operator_harness::stack::{
     NODE_IP, Release, TWO_REPLICAS, apply_examples, install, output_text,
 };
-use mcp_task_operator_tests::traffic::{Record, Traffic, wait_for_tools};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::traffic::{Record, Traffic, wait_for_tools};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::{JoinHandle, block_in_place};
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
-use mcp_task_operator_tests::{ensure_crds, kubectl_ok, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, kubectl_ok, wait_for, with_temp_ns};
 
 use super::*;
 
@@ -179,7 +179,7 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
         ]);
         let chart = chart_dir();
         let chart = chart.to_str().expect("UTF-8 path");
-        let tag = mcp_task_operator_tests::stack::image_tag();
+        let tag = mcp_task_operator_harness::stack::image_tag();
         let (operator_tag, frontend_tag) = (
             format!("operator.image.tag={tag}"),
             format!("frontend.image.tag={tag}"),

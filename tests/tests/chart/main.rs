@@ -6,7 +6,7 @@
 mod apf;
 mod lifecycle;
 
-use mcp_task_operator_tests::{KUBE_VERSION, chart_dir, helm};
+use mcp_task_operator_harness::{KUBE_VERSION, chart_dir, helm};
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -12,7 +12,9 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use mcp_task_operator_crds::{McpTask, McpTool};
-use mcp_task_operator_tests::{TEST_FIELD_MANAGER, ensure_crds, kubectl, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::{
+    TEST_FIELD_MANAGER, ensure_crds, kubectl, kubectl_ok, with_temp_ns,
+};
 use serde_json::{Value, json};
 
 /// Reads a YAML file of the repository as JSON.
@@ -111,7 +113,7 @@ fn remove(object: &mut Value, pointer: &str) {
 
 #[tokio::test]
 async fn crds_install_with_names_short_names_and_category() {
-    let client = mcp_task_operator_tests::client().await;
+    let client = mcp_task_operator_harness::client().await;
     ensure_crds(&client).await;
     for (resource, short) in [("mcptools", "mtool"), ("mcptasks", "mtask")] {
         let out = kubectl(&[
@@ -224,7 +226,7 @@ async fn kubectl_shows_printer_columns_and_the_mcp_category() {
 
 #[tokio::test]
 async fn kubectl_explain_documents_the_pod_template() {
-    let client = mcp_task_operator_tests::client().await;
+    let client = mcp_task_operator_harness::client().await;
     ensure_crds(&client).await;
     let template = kubectl_ok(&["explain", "mcptool.spec.template"]);
     assert!(

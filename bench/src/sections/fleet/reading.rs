@@ -28,7 +28,7 @@ pub struct Reading {
 impl Reading {
     /// Takes the readings; `pids` are the processes whose CPU time is read.
     pub async fn take(pids: &[u32]) -> Result<Self, String> {
-        let out = mcp_task_operator_tests::kubectl(&["get", "--raw", "/metrics"]);
+        let out = mcp_task_operator_harness::kubectl(&["get", "--raw", "/metrics"]);
         if !out.status.success() {
             return Err(format!(
                 "kubectl get --raw /metrics failed: {}",
@@ -104,7 +104,7 @@ async fn etcd_metrics() -> Result<String, String> {
     let request = hyper::Request::get(ETCD_METRICS)
         .body(Full::new(Bytes::new()))
         .map_err(|e| e.to_string())?;
-    let response = mcp_task_operator_tests::mcp_client::http_client()
+    let response = mcp_task_operator_harness::mcp_client::http_client()
         .request(request)
         .await
         .map_err(|e| format!("cannot read {ETCD_METRICS}: {e}"))?;
