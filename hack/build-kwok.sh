@@ -17,23 +17,21 @@
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
+. "$HACK/gomod.sh"
 
 if [ -x "$KWOK_BIN" ]; then
   echo "kwok $KWOK_VERSION cached in $KWOK_BIN"
   exit 0
 fi
 echo "building kwok $KWOK_VERSION into $KWOK_BIN (cold: about 10 min on 2 cores)"
-export CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local
 W=$(mktemp -d)
 trap 'chmod -R u+w "$W"; rm -rf "$W"' EXIT
-SRC=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-[ -d "$SRC" ] || { echo "go mod download gave no source for sigs.k8s.io/kwok@$KWOK_VERSION" >&2; exit 1; }
+SRC=$(module_src sigs.k8s.io/kwok "$KWOK_VERSION")
 cp -r "$SRC" "$W/kwok"
 chmod -R u+w "$W/kwok"
 for p in "$HACK"/kwok/*.patch; do
   patch -s -p1 -d "$W/kwok" <"$p"
 done
 mkdir -p "$(dirname "$KWOK_BIN")"
-(cd "$W/kwok" && go build -p 2 -trimpath -ldflags "-s -w" -o "$KWOK_BIN.tmp" ./cmd/kwok)
-mv "$KWOK_BIN.tmp" "$KWOK_BIN"
+build_in "$W/kwok" ./cmd/kwok "$KWOK_BIN"
 "$KWOK_BIN" --version

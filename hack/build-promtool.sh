@@ -5,15 +5,11 @@
 # Nothing here is committed. The chart test (tests/tests/metrics_chart.rs) runs this script.
 set -euo pipefail
 . "$(dirname "$0")/versions.sh"
+. "$(dirname "$0")/gomod.sh"
 
-if [ -x "$PROMTOOL_BIN" ]; then
-  echo "$PROMTOOL_BIN"
-  exit 0
-fi
+reuse_or_lock "$PROMTOOL_BIN" "$PROMTOOL_BIN"
 echo "building promtool $PROMETHEUS_MODULE_VERSION into $PROMTOOL_BIN (cold: several minutes on 2 cores)" >&2
-export CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local
 DIR=$(dirname "$PROMTOOL_BIN")
-mkdir -p "$DIR"
 W=$(mktemp -d "$DIR/.build.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 # remove_all_sd leaves out every service-discovery plugin (AWS, Azure, GCE, Kubernetes, ...):

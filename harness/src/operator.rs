@@ -183,6 +183,21 @@ impl Drop for Operator {
     }
 }
 
+/// Runs `test` in a fresh namespace ([`with_temp_ns`](crate::with_temp_ns)) with the CRDs
+/// applied and the namespace's own operator leading ([`Operator::start_leader`]); the operator
+/// stops when the test ends.
+pub async fn with_operator(
+    prefix: &str,
+    test: impl AsyncFnOnce(kube::Client, String, &mut Operator),
+) {
+    crate::with_temp_ns(prefix, |client, ns| async move {
+        crate::ensure_crds(&client).await;
+        let mut operator = Operator::start_leader(&ns).await;
+        test(client, ns, &mut operator).await;
+    })
+    .await;
+}
+
 /// Builds the example tool images and imports them into the cluster, once per test binary.
 pub fn ensure_example_images() {
     static BUILT: OnceLock<()> = OnceLock::new();

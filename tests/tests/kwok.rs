@@ -18,10 +18,10 @@ use mcp_task_operator_harness::kwok::{
     RUN_FOR_ANNOTATION, SHARED_TYPE, ensure_fake_nodes, fake_pod_template, place_on_fake_node,
 };
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
-    status_message, tool, wait_completed,
+    WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
+    status_message, tool, wait_completed, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{wait_for, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Creates a Job (no retries) running `template` and returns its name.
@@ -286,9 +286,7 @@ async fn a_pod_on_a_lost_fake_node_is_evicted_and_goes_when_the_node_returns() {
 #[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
     ensure_fake_nodes().await;
-    with_temp_ns("kwok-task", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("kwok-task", async |client, ns, _| {
         let mut pod_spec = json!({});
         place_on_fake_node(&mut pod_spec, SHARED_TYPE);
         let spec = json!({"template": {
@@ -314,9 +312,7 @@ async fn a_task_on_a_fake_node_completes_with_the_scripted_result() {
 #[tokio::test]
 #[ignore = "needs KWOK fake nodes (built cold in ~10 min): run by `make kwok-test`"]
 async fn a_task_whose_node_is_lost_fails_as_node_lost() {
-    with_temp_ns("kwok-node-lost", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("kwok-node-lost", async |client, ns, _| {
         let node = FakeNode::add(&format!("kwok-{ns}")).await;
         // No toleration of an unreachable node of the tool's own: the operator's (60 s by
         // default, where Kubernetes gives 300 s) bounds how long the pod stays on a lost node.

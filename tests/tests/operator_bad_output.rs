@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, create_task, create_tool, ensure_example_images, events_for,
-    failure_reason, result_is_error, result_text, shell_tool, status_message, wait_task,
+    TaskRecorder, create_task, create_tool, ensure_example_images, events_for, failure_reason,
+    result_is_error, result_text, shell_tool, status_message, wait_task, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// Longest any row takes: the endless row ends by its 12 s deadline, the others at once.
@@ -279,10 +278,8 @@ fn rss_kib(pid: u32) -> u64 {
 
 #[tokio::test]
 async fn bad_tool_output_ends_each_task_as_the_contract_says_and_the_operator_stays_healthy() {
-    with_temp_ns("op-bad-output", |client, ns| async move {
-        ensure_crds(&client).await;
+    with_operator("op-bad-output", async |client, ns, operator| {
         ensure_example_images();
-        let mut operator = Operator::start_leader(&ns).await;
         let recorder = TaskRecorder::start(&client, &ns).await;
         let rows = rows();
         let mut tasks = Vec::new();

@@ -4,10 +4,10 @@
 
 use kube::Api;
 use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_harness::kubectl;
 use mcp_task_operator_harness::operator::{
-    Operator, apply_example_tools, create_task, ensure_example_images,
+    apply_example_tools, create_task, ensure_example_images, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, kubectl, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
 
@@ -20,10 +20,8 @@ fn wait_for(ns: &str, condition: &str, name: &str) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_wait_for_succeeded_returns_when_a_task_ends() {
-    with_temp_ns("op-conditions", |client, ns| async move {
-        ensure_crds(&client).await;
+    with_operator("op-conditions", async |client, ns, _| {
         ensure_example_images();
-        let _operator = Operator::start_leader(&ns).await;
         apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
         let args = json!({"seconds": 3, "label": "wait"});
         let done = create_task(&client, &ns, "slow_compute", args).await;

@@ -8,18 +8,15 @@ use kube::Api;
 use kube::api::PostParams;
 use mcp_task_operator_crds::{McpTool, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, create_task, create_tool, failure_reason, shell_tool, tool,
-    tool_event, tool_ready, wait_terminal,
+    BUSYBOX_IMAGE, create_task, create_tool, failure_reason, shell_tool, tool, tool_event,
+    tool_ready, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::json;
 
 #[tokio::test]
 async fn tools_are_validated_and_report_ready_with_a_reason() {
-    with_temp_ns("op-tools", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
-
+    with_operator("op-tools", async |client, ns, _| {
         let valid = shell_tool("valid", "echo ok", json!({"name": "valid_tool"}));
         create_tool(&client, &ns, &valid).await;
         let (status, reason, message) = tool_ready(&client, &ns, "valid").await;
@@ -150,9 +147,7 @@ async fn a_tool_without_a_tool_container_is_refused_before_the_operator_sees_it(
 
 #[tokio::test]
 async fn a_task_of_an_unknown_tool_fails_as_tool_not_found() {
-    with_temp_ns("op-tools-missing", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("op-tools-missing", async |client, ns, _| {
         let task = create_task(&client, &ns, "no_such_tool", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
         let done = wait_terminal(&client, &ns, &name).await;

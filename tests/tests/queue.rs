@@ -12,9 +12,8 @@ use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel,
-    result_text, shell_tool, status_message, wait_terminal,
+    result_text, shell_tool, status_message, wait_terminal, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Runs about ten seconds (long enough for a loaded test to see the others queued), then returns
@@ -46,9 +45,7 @@ async fn job_names(client: &Client, ns: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_limit_of_one_runs_three_calls_in_turn_each_with_its_own_result() {
-    with_temp_ns("queue-order", |client, ns| async move {
-        ensure_crds(&client).await;
-        let mut operator = Operator::start_leader(&ns).await;
+    with_operator("queue-order", async |client, ns, operator| {
         let spec = json!({"maxConcurrentTasks": 1});
         create_tool(&client, &ns, &shell_tool("one-at-a-time", BRIEF, spec)).await;
         let tasks_api: Api<McpTask> = Api::namespaced(client.clone(), &ns);
@@ -120,9 +117,7 @@ async fn a_limit_of_one_runs_three_calls_in_turn_each_with_its_own_result() {
 
 #[tokio::test]
 async fn a_queued_task_can_be_cancelled_and_never_gets_a_job() {
-    with_temp_ns("queue-cancel", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("queue-cancel", async |client, ns, _| {
         let spec = json!({"maxConcurrentTasks": 1, "cancelGracePeriodSeconds": 5});
         create_tool(&client, &ns, &shell_tool("held", UNTIL_CANCELLED, spec)).await;
         let first = create_task(&client, &ns, "held", json!({}))

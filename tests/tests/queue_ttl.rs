@@ -12,7 +12,7 @@ use mcp_task_operator_crds::{McpTask, McpTool, TaskStatus};
 use mcp_task_operator_harness::kueue::{WAITING, cleanup, queued_tool, queues};
 use mcp_task_operator_harness::operator::{
     Operator, WAIT, create_task, create_task_with, create_tool, poll_task, request_cancel,
-    shell_tool, status_message, wait_terminal,
+    shell_tool, status_message, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -82,9 +82,7 @@ async fn outlives_its_ttl_while_it_waits(client: &Client, ns: &str, tool: McpToo
 
 #[tokio::test]
 async fn a_task_queued_behind_the_tools_limit_outlives_its_ttl_and_expires_after_it_ends() {
-    with_temp_ns("queue-ttl", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("queue-ttl", async |client, ns, _| {
         let spec = json!({"maxConcurrentTasks": 1, "cancelGracePeriodSeconds": 5});
         let tool = shell_tool("held", UNTIL_CANCELLED, spec);
         outlives_its_ttl_while_it_waits(&client, &ns, tool, "Queued: 0 ahead").await;

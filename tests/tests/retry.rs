@@ -12,10 +12,9 @@ use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
-    result_text, shell_tool, status_message, wait_completed, wait_terminal,
+    WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task, result_text,
+    shell_tool, status_message, wait_completed, wait_terminal, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// Says it started, works five seconds, returns.
@@ -30,9 +29,7 @@ async fn pods_of(client: &Client, ns: &str, job: &str) -> Vec<Pod> {
 
 #[tokio::test]
 async fn an_evicted_pod_runs_again_and_the_task_completes() {
-    with_temp_ns("retry-evict", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("retry-evict", async |client, ns, _| {
         let spec = json!({"retryOnDisruption": 2});
         create_tool(&client, &ns, &shell_tool("idempotent", WORKS, spec)).await;
         let name = create_task(&client, &ns, "idempotent", json!({}))
@@ -71,9 +68,7 @@ async fn an_evicted_pod_runs_again_and_the_task_completes() {
 
 #[tokio::test]
 async fn a_tool_that_exits_1_is_not_run_again() {
-    with_temp_ns("retry-exit", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("retry-exit", async |client, ns, _| {
         let spec = json!({"retryOnDisruption": 2});
         let script = "echo 'no luck'; exit 1";
         create_tool(&client, &ns, &shell_tool("exits-1", script, spec)).await;
@@ -115,9 +110,7 @@ async fn a_tool_that_exits_1_is_not_run_again() {
 
 #[tokio::test]
 async fn a_silent_tool_fails_idle_timeout_and_a_chatty_one_completes() {
-    with_temp_ns("idle", |client, ns| async move {
-        ensure_crds(&client).await;
-        let _operator = Operator::start_leader(&ns).await;
+    with_operator("idle", async |client, ns, _| {
         let silent = r#"echo '{"mcp":"status","message":"started"}'; sleep 600"#;
         let chatty = r#"for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "line $i"; sleep 0.5; done"#;
         let spec = json!({"idleTimeoutSeconds": 4});

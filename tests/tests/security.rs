@@ -17,7 +17,7 @@ use mcp_task_operator_harness::chart_access::check_release_access;
 use mcp_task_operator_harness::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
 use mcp_task_operator_harness::operator::{
     Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
-    result_is_error, result_text, shell_tool, wait_status, wait_terminal,
+    result_is_error, result_text, shell_tool, wait_status, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::stack::{
     Release, apply_examples, install, mcp_url, wait_tools_ready,
@@ -233,10 +233,8 @@ fn mounts_api_token(pod: &Pod) -> bool {
 
 #[tokio::test]
 async fn tool_pods_get_an_api_token_only_when_their_tool_asks_for_one() {
-    with_temp_ns("sec-token", |client, ns| async move {
-        ensure_crds(&client).await;
+    with_operator("sec-token", async |client, ns, _| {
         ensure_example_images();
-        let _operator = Operator::start_leader(&ns).await;
         // A ServiceAccount that would mount a token by default (automount unset).
         let mut account = ServiceAccount::default();
         account.metadata.name = Some("tool-identity".to_owned());
