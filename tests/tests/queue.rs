@@ -1,6 +1,6 @@
 //! Per-tool concurrency (`McpTool.spec.maxConcurrentTasks`) on the real cluster: with a limit of
-//! one, three calls run one after the other in queue order (creationTimestamp, then name), the
-//! waiting ones `working` with "Queued: N ahead" and no Job, each ending with its own result,
+//! one, three calls run one after the other, each ending with its own result; those waiting are
+//! `working` with "Queued: N ahead" and no Job, in queue order (creationTimestamp, then name),
 //! across an operator failover; a queued task can be cancelled and never gets a Job.
 
 use std::collections::BTreeMap;
@@ -53,7 +53,24 @@ async fn a_limit_of_one_runs_three_calls_in_turn_each_with_its_own_result() {
         for _ in 0..3 {
             created.push(create_task(&client, &ns, "one-at-a-time", json!({})).await);
         }
-        let order = queue_order(&created);
+        // The first admitted is the first the operator saw: a task created in the same second
+        // with a smaller name sorts before it, but comes too late to take its slot. The others
+        // wait in queue order.
+        let begun = Instant::now();
+        let first = loop {
+            if let [job] = job_names(&client, &ns).await.as_slice() {
+                break job.clone();
+            }
+            assert!(begun.elapsed() < WAIT, "no Job for any of the three");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let waiting: Vec<McpTask> = created
+            .into_iter()
+            .filter(|t| t.name_any() != first)
+            .collect();
+        let order: Vec<String> = std::iter::once(first)
+            .chain(queue_order(&waiting))
+            .collect();
 
         // The 2nd and 3rd wait, with their place in the queue, and no Job.
         for (ahead, name) in order.iter().enumerate().skip(1) {
