@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use kube::ResourceExt;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     TaskRecorder, create_task, create_tool, ensure_example_images, events_for, failure_reason,
@@ -313,8 +314,9 @@ async fn bad_tool_output_ends_each_task_as_the_contract_says_and_the_operator_st
         assert!(rss < 512 * 1024, "operator RSS {rss} KiB");
         let ok = r#"echo '{"mcp":"result","result":{"content":[{"type":"text","text":"ok"}]}}'"#;
         create_tool(&client, &ns, &shell_tool("normal", ok, json!({}))).await;
-        let task = create_task(&client, &ns, "normal", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "normal", json!({}))
+            .await
+            .name_any();
         let done = wait_task(&client, &ns, &name, ROW_WAIT, McpTask::is_terminal).await;
         assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
         assert_eq!(result_text(&done), "ok");

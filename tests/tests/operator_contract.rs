@@ -2,6 +2,7 @@
 //! locally built tool images (the sh example tools, inline busybox scripts and a Rust tool),
 //! asserting each task's final status, message, result or error, and its Events.
 
+use kube::ResourceExt;
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
     ANSWERED_ONCE, Operator, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools,
@@ -133,8 +134,9 @@ async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resu
         let _operator = setup(&client, &ns).await;
         apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
         let recorder = TaskRecorder::start(&client, &ns).await;
-        let task = create_task(&client, &ns, "confirm_delete", json!({"filename": "x.txt"})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "confirm_delete", json!({"filename": "x.txt"}))
+            .await
+            .name_any();
 
         let waiting = wait_status(&client, &ns, &name, TaskStatus::InputRequired).await;
         let status = waiting.status.clone().expect("status");
@@ -164,8 +166,9 @@ async fn plain_output_and_exit_zero_complete_with_the_output_as_text() {
     with_temp_ns("op-plain", |client, ns| async move {
         let _operator = setup(&client, &ns).await;
         apply_example_tools(&client, &ns, "examples/wrap-cli/mcptool.yaml").await;
-        let task = create_task(&client, &ns, "text_stats", json!({"text": "hello world"})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "text_stats", json!({"text": "hello world"}))
+            .await
+            .name_any();
 
         let done = wait_completed(&client, &ns, &name).await;
         assert!(!result_is_error(&done));
@@ -238,8 +241,9 @@ async fn an_error_message_fails_the_task_with_that_error() {
     with_temp_ns("op-protoerr", |client, ns| async move {
         let _operator = setup(&client, &ns).await;
         apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
-        let task = create_task(&client, &ns, "protocol_error_job", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "protocol_error_job", json!({}))
+            .await
+            .name_any();
 
         let done = wait_terminal(&client, &ns, &name).await;
         assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
@@ -276,8 +280,9 @@ head -c 600000 /dev/zero | tr '\0' a
 printf '"}]}}\n'
 sleep 2"#;
         create_tool(&client, &ns, &shell_tool("big-result", script, json!({}))).await;
-        let task = create_task(&client, &ns, "big-result", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "big-result", json!({}))
+            .await
+            .name_any();
 
         let done = wait_terminal(&client, &ns, &name).await;
         assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");

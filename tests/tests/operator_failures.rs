@@ -2,15 +2,14 @@
 //! `data.reason` names it (image pull, OOM kill, deadline, deleted pod, eviction), and a
 //! Warning Event says so.
 
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, EvictParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, ensure_example_images,
-    failure_reason, shell_tool, status_message, task_pods, tool, wait_task, wait_task_event,
-    wait_terminal,
+    failure_reason, shell_tool, status_message, task_pods, tool, wait_job_stopped, wait_task,
+    wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -45,6 +44,17 @@ async fn assert_failed(client: &Client, ns: &str, task: &McpTask, reason: &str) 
 /// A script that reports a status and then sleeps, ignoring SIGTERM (it is PID 1).
 const SLEEPER: &str = r#"echo '{"mcp":"status","message":"sleeping"}'; sleep 600"#;
 
+/// Calls the [`SLEEPER`] tool and waits until it sleeps: the task's name, its pod's name and
+/// the pods of the namespace.
+async fn a_sleeping_task(client: &Client, ns: &str) -> (String, String, Api<Pod>) {
+    create_tool(client, ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
+    let name = create_task(client, ns, "sleeper", json!({}))
+        .await
+        .name_any();
+    let pod = wait_sleeping(client, ns, &name).await;
+    (name, pod.name_any(), Api::namespaced(client.clone(), ns))
+}
+
 /// Waits until the task's container runs and has said so.
 async fn wait_sleeping(client: &Client, ns: &str, name: &str) -> Pod {
     wait_task(client, ns, name, WAIT, |t| status_message(t) == "sleeping").await;
@@ -77,7 +87,6 @@ async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
         let recorder = TaskRecorder::start(&client, &ns).await;
         let never = create_task(&client, &ns, "never-pull", json!({})).await;
         let fails = create_task(&client, &ns, "pull-fails", json!({})).await;
-        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         for task in [never, fails] {
             let name = task.metadata.name.clone().expect("name");
             let done = wait_terminal(&client, &ns, &name).await;
@@ -95,7 +104,7 @@ async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
                 "{detail}"
             );
             // A pod stuck pulling would retry until its deadline: the operator deletes the Job.
-            wait_gone(&jobs, &name).await;
+            wait_job_stopped(&client, &ns, &name).await;
         }
         // Deleting the Job must not turn the outcome into another one (JobDeleted).
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
@@ -121,8 +130,9 @@ async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
             json!({"resources": {"limits": {"memory": "16Mi"}}}),
         );
         create_tool(&client, &ns, &hungry).await;
-        let task = create_task(&client, &ns, "hungry", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "hungry", json!({}))
+            .await
+            .name_any();
         let done = wait_terminal(&client, &ns, &name).await;
         assert_failed(&client, &ns, &done, "OOMKilled").await;
     })
@@ -135,8 +145,9 @@ async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
         let _operator = setup(&client, &ns).await;
         let slow = shell_tool("slow", SLEEPER, json!({"activeDeadlineSeconds": 10}));
         create_tool(&client, &ns, &slow).await;
-        let task = create_task(&client, &ns, "slow", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "slow", json!({}))
+            .await
+            .name_any();
         wait_sleeping(&client, &ns, &name).await;
         let done = wait_terminal(&client, &ns, &name).await;
         assert_failed(&client, &ns, &done, "DeadlineExceeded").await;
@@ -148,12 +159,7 @@ async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
 async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
     with_temp_ns("op-poddel", |client, ns| async move {
         let _operator = setup(&client, &ns).await;
-        create_tool(&client, &ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
-        let task = create_task(&client, &ns, "sleeper", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
-        let pod = wait_sleeping(&client, &ns, &name).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let pod_name = pod.metadata.name.clone().expect("pod name");
+        let (name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
         pods.delete(&pod_name, &DeleteParams::default())
             .await
             .expect("delete the pod");
@@ -175,12 +181,7 @@ async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
 async fn evicting_the_pod_of_a_running_task_fails_it_as_evicted() {
     with_temp_ns("op-evict", |client, ns| async move {
         let _operator = setup(&client, &ns).await;
-        create_tool(&client, &ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
-        let task = create_task(&client, &ns, "sleeper", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
-        let pod = wait_sleeping(&client, &ns, &name).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let pod_name = pod.metadata.name.clone().expect("pod name");
+        let (name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
         // The eviction API (pods/eviction), as `kubectl drain` uses it.
         pods.evict(&pod_name, &EvictParams::default())
             .await
@@ -196,20 +197,4 @@ async fn evicting_the_pod_of_a_running_task_fails_it_as_evicted() {
         assert!(detail.contains("EvictionByEvictionAPI"), "{detail}");
     })
     .await;
-}
-
-/// Waits until the Job is gone (or being deleted).
-async fn wait_gone(jobs: &Api<Job>, name: &str) {
-    let started = std::time::Instant::now();
-    loop {
-        let job = jobs.get_opt(name).await.expect("get job");
-        if job
-            .as_ref()
-            .is_none_or(|j| j.metadata.deletion_timestamp.is_some())
-        {
-            return;
-        }
-        assert!(started.elapsed() < WAIT, "Job {name} still there: {job:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
 }

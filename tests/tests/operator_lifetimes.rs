@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
@@ -137,8 +137,9 @@ async fn a_task_whose_job_someone_deletes_fails_as_job_deleted_and_gets_no_secon
     with_temp_ns("op-job-deleted", |client, ns| async move {
         let _operator = setup(&client, &ns).await;
         apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
-        let task = create_task(&client, &ns, "slow_compute", json!({"seconds": 600})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "slow_compute", json!({"seconds": 600}))
+            .await
+            .name_any();
         running_job(&client, &ns, &name).await;
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let deleted_at = Instant::now();

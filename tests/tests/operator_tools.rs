@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use kube::Api;
 use kube::api::PostParams;
+use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTool, TaskStatus};
 use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, create_task, create_tool, failure_reason, shell_tool, tool, tool_event,
@@ -148,8 +148,9 @@ async fn a_tool_without_a_tool_container_is_refused_before_the_operator_sees_it(
 #[tokio::test]
 async fn a_task_of_an_unknown_tool_fails_as_tool_not_found() {
     with_operator("op-tools-missing", async |client, ns, _| {
-        let task = create_task(&client, &ns, "no_such_tool", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
+        let name = create_task(&client, &ns, "no_such_tool", json!({}))
+            .await
+            .name_any();
         let done = wait_terminal(&client, &ns, &name).await;
         assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
         assert_eq!(failure_reason(&done), "ToolNotFound");
