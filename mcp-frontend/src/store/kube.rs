@@ -145,7 +145,10 @@ impl KubeTaskStore {
         }
     }
 
-    /// One watch event: into the cache (the reflector's writer), then to subscribers.
+    /// One watch event: into the cache (the reflector's writer), then to subscribers. NB: this
+    /// is what `WatchStreamExt::reflect` does, by hand because the writer must outlive each
+    /// watch stream: the driver drops the stream and starts a new one after an API server
+    /// outage, and `reflect` would take the writer with it.
     fn apply(
         &self,
         writer: &mut reflector::store::Writer<DeserializeGuard<McpTask>>,
