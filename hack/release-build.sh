@@ -23,8 +23,8 @@ for target in operator frontend bridge; do
   esac
   t0=$(date +%s)
   # --network host: cargo fetches crates from crates.io in the build stage. --layers keeps the
-  # build stage, which the three targets share.
-  buildah build --quiet --layers --network host --pull=false "${ca[@]}" --target "$target" \
+  # build stage, which the three targets share; --force-rm leaves no container behind a failed build.
+  buildah build --quiet --layers --force-rm --network host --pull=false "${ca[@]}" --target "$target" \
     -t "$REGISTRY/$name:$VERSION" . >/dev/null
   echo "built $REGISTRY/$name:$VERSION in $(($(date +%s) - t0)) s"
 done
