@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails, saying what is left, unless the local cluster left nothing behind: no state dir, no
-# process bound to it (kwok, the fake nodes' kubelet, included; also anything still listening on
-# kwok's port), no mounts or network namespaces under it, no pod cgroups, no bridge, no FORWARD
+# process bound to it (kwok, the fake nodes' kubelet, and the registry included; also anything
+# still listening on kwok's or the registry's port), no mounts or network namespaces under it, no pod cgroups, no bridge, no FORWARD
 # rules of ours, no kube-proxy chains.
 set -uo pipefail
 . "$(dirname "$0")/versions.sh"
@@ -11,6 +11,10 @@ left=()
 # kwok serves its fake kubelet on loopback; a process still listening there is one left behind.
 KWOK_PORT=${KWOK_PORT:-10247}
 ss -Hltnp "sport = :$KWOK_PORT" 2>/dev/null | grep -q . && left+=("a listener on port $KWOK_PORT (kwok?)")
+# The registry (hack/registry.sh) on its loopback port.
+REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
+ss -Hltn "sport = :${REGISTRY_ADDR##*:}" 2>/dev/null | grep -qF "$REGISTRY_ADDR" &&
+  left+=("a listener on $REGISTRY_ADDR (the registry?)")
 for p in /proc/[0-9]*; do
   cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
   case "$cmd" in

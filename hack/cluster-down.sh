@@ -21,8 +21,9 @@ kill_pidfile() {
   fi
   rm -f "$f"
 }
-# kwok (fake nodes, hack/kwok.sh) first: it talks to the API server.
-for c in kwok kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+# kwok (fake nodes, hack/kwok.sh) first: it talks to the API server. The registry
+# (hack/registry.sh) is recorded like a component; its storage goes with $D.
+for c in registry kwok kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
   kill_pidfile "$c"
 done
 

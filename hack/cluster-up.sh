@@ -20,6 +20,8 @@ all_alive() { for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done; }
 
 if [ -d "$D/pids" ]; then
   if all_alive && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; then
+    # The registry is not a component the cluster needs: restarted alone when it died.
+    "$HACK/registry.sh" start
     echo "cluster already up; KUBECONFIG=$KUBECONFIG_OUT"
     exit 0
   fi
@@ -188,6 +190,9 @@ node_ready() {
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
 }
 wait_until 120 "node $NODE_NAME Ready" node_ready
+# 9. The image and chart registry on loopback (hack/registry.sh); containerd pulls localhost:PORT
+# over plain HTTP.
+"$HACK/registry.sh" start
 wait_until 60 "default ServiceAccount" kubectl --kubeconfig "$KUBECONFIG_OUT" get serviceaccount default
 elapsed=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 echo "cluster up in ${elapsed}s: node $NODE_NAME Ready; KUBECONFIG=$KUBECONFIG_OUT"

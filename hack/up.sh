@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make up`: the whole product on the local cluster, then a demo. Idempotent.
-# Starts the cluster, builds and imports our images and the example tool images, installs the
+# Starts the cluster (and its registry), builds our images and the example tool images, pushes
+# them to the registry (hack/registry-push.sh) and pins every one by digest: installs the
 # CRDs and the Helm chart (namespace-scoped, static bearer token whose user `demo` is bound to
 # the chart's caller role, front end on a NodePort of the bridge address), registers the
 # example tools and one real MCP server (mcp-server-time), waits for them to be Ready, and
@@ -20,6 +21,13 @@ cd "$REPO_ROOT"
 "$HACK/build-images.sh"
 examples/build-images.sh
 CLIENTS=$("$HACK/clients.sh")
+# Our images and the example tools', pushed to the cluster's registry and pinned by digest: the
+# pods pull them as on a real cluster (a new build is a new digest, so a new rollout).
+"$HACK/registry.sh" start
+pinned() { "$HACK/registry-push.sh" "$1" | cut -d' ' -f2; }
+OPERATOR_IMAGE=$(pinned localhost/mcp-task-operator:dev)
+FRONTEND_IMAGE=$(pinned localhost/mcp-task-frontend:dev)
+BRIDGE_IMAGE=$(pinned localhost/mcp-bridge:dev)
 
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
@@ -35,18 +43,21 @@ kubectl -n "$NS" create secret generic mcp-demo-tokens --from-literal=tokens.csv
 helm upgrade --install "$RELEASE" charts/mcp-task-operator --namespace "$NS" --wait --timeout 5m \
   --take-ownership \
   --set rbac.scope=namespace \
-  --set operator.image.tag=dev --set frontend.image.tag=dev --set operator.bridgeImage.tag=dev \
+  --set operator.image.repository="${OPERATOR_IMAGE%@*}" --set operator.image.digest="${OPERATOR_IMAGE#*@}" \
+  --set frontend.image.repository="${FRONTEND_IMAGE%@*}" --set frontend.image.digest="${FRONTEND_IMAGE#*@}" \
+  --set operator.bridgeImage.repository="${BRIDGE_IMAGE%@*}" \
+  --set operator.bridgeImage.digest="${BRIDGE_IMAGE#*@}" \
   --set frontend.auth.mode=static --set frontend.auth.static.existingSecret=mcp-demo-tokens \
   --set 'frontend.authorization.callers[0].kind=User' \
   --set 'frontend.authorization.callers[0].name=demo' \
   --set frontend.service.type=NodePort --set frontend.service.nodePort=$NODE_PORT \
   --set "frontend.config.allowedHosts={$NODE_IP}"
-# Same tag, new build: restart so the pods run what was just built.
-kubectl -n "$NS" rollout restart deployment >/dev/null
 kubectl -n "$NS" rollout status deployment --timeout=5m >/dev/null
 
-kubectl apply -n "$NS" -f examples/restock-report/mcptool.yaml -f examples/conformance/mcptools.yaml \
-  -f examples/wrap-cli/mcptool.yaml -f examples/mcp-servers/time.yaml >/dev/null
+# The example tools with their images pinned to the pushed digests.
+"$HACK/registry-push.sh" --rewrite examples/restock-report/mcptool.yaml \
+  examples/conformance/mcptools.yaml examples/wrap-cli/mcptool.yaml examples/mcp-servers/time.yaml |
+  kubectl apply -n "$NS" -f - >/dev/null
 # A real MCP server (mcp-server-time from PyPI): the operator lists its tools in a Job first.
 kubectl wait -n "$NS" --for=condition=Ready mcpserver --all --timeout=180s
 kubectl wait -n "$NS" --for=condition=Ready mcptool --all --timeout=120s
