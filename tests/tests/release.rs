@@ -11,11 +11,11 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_tests::callers::caller_token;
-use mcp_task_operator_tests::mcp_client::Mcp;
-use mcp_task_operator_tests::operator::ensure_example_images;
-use mcp_task_operator_tests::stack::{NODE_IP, Release, apply_examples, mcp_url, output_text};
-use mcp_task_operator_tests::{ensure_crds, helm, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::callers::caller_token;
+use mcp_task_operator_harness::mcp_client::Mcp;
+use mcp_task_operator_harness::operator::ensure_example_images;
+use mcp_task_operator_harness::stack::{NODE_IP, Release, apply_examples, mcp_url, output_text};
+use mcp_task_operator_harness::{ensure_crds, helm, kubectl_ok, with_temp_ns};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
