@@ -122,3 +122,46 @@ async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_fa
     // The pod was found: its log is read before anything is decided.
     assert_eq!(action, Action::requeue(LOGS_PENDING));
 }
+
+/// Reconciles a task whose Job (with `job_status`) is cached and has no pod in the cache.
+async fn starting_with(job_status: Value, calls: Vec<Call>) -> Vec<Value> {
+    let task = live_task();
+    let mut job = job_json();
+    job["status"] = job_status;
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    ctx.caches.set(caches(vec![job], vec![])).unwrap();
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    server.await.unwrap()
+}
+
+#[tokio::test]
+async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused() {
+    let task = live_task();
+    let waiting = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    // Not synced by the Job controller yet, or its pod not in the cache yet: no request.
+    for status in [
+        json!({}),
+        json!({"startTime": "2020-01-01T00:00:00Z", "active": 1}),
+    ] {
+        let bodies = starting_with(status, waiting.clone()).await;
+        assert_eq!(
+            bodies[1]["status"]["statusMessage"],
+            "Waiting for the Job to create a pod"
+        );
+    }
+    // Synced long ago, and no pod: its FailedCreate Events are read.
+    let refused = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, EVENTS, no_events()),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let bodies = starting_with(json!({"startTime": "2020-01-01T00:00:00Z"}), refused).await;
+    assert_eq!(bodies[2]["status"]["status"], "working");
+}
