@@ -175,6 +175,10 @@ up: ## cluster, images, Helm chart, example tools, then a demo task driven to co
 bench: ## benchmarks, each figure beside a baseline (local cluster; results in $CARGO_TARGET_DIR/bench/results.md, docs/BENCHMARKS.md)
 	hack/bench.sh
 
+.PHONY: scale-smoke
+scale-smoke: ## a small `make scale`: 150 tasks at once on 10 KWOK fake nodes, debug operator; asserts results and API requests per task (tests/tests/scale_smoke.rs)
+	hack/scale-smoke.sh
+
 .PHONY: scale
 scale: ## thousands of tasks on KWOK fake nodes beside bare Jobs (MTO_BENCH_FLEET=1000,5000; results in $CARGO_TARGET_DIR/bench/scale.md, docs/BENCHMARKS.md)
 	hack/scale.sh

@@ -52,6 +52,8 @@ pub struct Context {
     /// The ceiling on progress status writes of all tasks.
     pub budget: WriteBudget,
     last_writes: Mutex<HashMap<String, Instant>>,
+    /// UIDs of the tasks whose terminal status this replica wrote, until its cache shows it.
+    ended: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -87,6 +89,7 @@ impl Context {
             liveness: Arc::default(),
             caches: OnceLock::new(),
             last_writes: Mutex::new(HashMap::new()),
+            ended: Mutex::default(),
         }
     }
 
@@ -113,10 +116,28 @@ impl Context {
         }
     }
 
+    /// Records that this replica wrote the terminal status of the task with `uid`: a terminal
+    /// status never changes, so until the cache shows it no reconcile need read the task again
+    /// to learn it ([`Context::ended_here`]).
+    pub fn record_ended(&self, uid: &str) {
+        lock(&self.ended).insert(uid.to_owned());
+    }
+
+    /// Whether this replica wrote the terminal status of the task with `uid` (and its cache has
+    /// not shown it yet); `seen`: the cache shows it now, forget it.
+    pub fn ended_here(&self, uid: &str, seen: bool) -> bool {
+        let mut ended = lock(&self.ended);
+        match seen {
+            true => ended.remove(uid),
+            false => ended.contains(uid),
+        }
+    }
+
     /// Forgets the in-memory state (followers, last writes) of tasks `keep` rejects.
     pub fn retain_tasks(&self, keep: impl Fn(&str) -> bool) {
         self.followers.retain(&keep);
         lock(&self.last_writes).retain(|uid, _| keep(uid));
+        lock(&self.ended).retain(|uid| keep(uid));
     }
 
     /// Publishes an Event about `obj`; a failure is logged, never fatal.

@@ -21,10 +21,18 @@ use tower::{BoxError, Layer, Service};
 /// The body type of kube's default service stack.
 type DynBody = Box<dyn Body<Data = Bytes, Error = BoxError> + Send + Unpin>;
 
-/// A kube [`kube::Client`] for `config` whose every non-streaming call fails after `timeout`.
-pub fn client(config: kube::Config, timeout: Duration) -> kube::Result<kube::Client> {
+/// A kube [`kube::Client`] for `config` whose every non-streaming call fails after `timeout`,
+/// and whose every request is counted in `metrics` (`api_count.rs`).
+pub fn client(
+    config: kube::Config,
+    timeout: Duration,
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
+) -> kube::Result<kube::Client> {
     let builder = ClientBuilder::try_from(config)?;
-    Ok(builder.with_layer(&DeadlineLayer(timeout)).build())
+    Ok(builder
+        .with_layer(&DeadlineLayer(timeout))
+        .with_layer(&crate::api_count::CountLayer(metrics))
+        .build())
 }
 
 /// The error a call that ran out of time ends with.

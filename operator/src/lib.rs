@@ -5,6 +5,7 @@
 //! [`contract`] and [`controller`]; the IO edges talk to the API server.
 #![deny(missing_docs)]
 
+pub mod api_count;
 pub mod config;
 pub mod context;
 pub mod contract;

@@ -52,7 +52,11 @@ async fn run() -> Result<(), BoxError> {
         }
     });
 
-    let client = deadline::client(kube::Config::infer().await?, config.api_timeout)?;
+    let client = deadline::client(
+        kube::Config::infer().await?,
+        config.api_timeout,
+        state.metrics(),
+    )?;
     // An answer that the CRDs are missing or unreadable is a set-up error: say so and stop. An
     // API server that does not answer (restarting, unreachable) is waited for, not-ready.
     loop {

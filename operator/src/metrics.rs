@@ -59,6 +59,15 @@ pub struct StatusLabels {
     pub status: &'static str,
 }
 
+/// Labels of a Kubernetes API request the operator made (`api_count.rs`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiRequestLabels {
+    /// `get`, `list`, `watch`, `create`, `patch`, `update`, `delete`...
+    pub verb: &'static str,
+    /// The resource (`pods`, `pods/log`, `mcptasks/status`...), or `other`.
+    pub resource: &'static str,
+}
+
 /// Every metric the operator exports.
 #[derive(Debug)]
 pub struct Metrics {
@@ -75,6 +84,7 @@ pub struct Metrics {
     status_deferred: Counter,
     jobs_retired: Counter,
     leader: Gauge,
+    api_requests: Family<ApiRequestLabels, Counter>,
 }
 
 impl Metrics {
@@ -96,6 +106,7 @@ impl Metrics {
             status_deferred: Counter::default(),
             jobs_retired: Counter::default(),
             leader: Gauge::default(),
+            api_requests: Family::default(),
         };
         let registry = registry.sub_registry_with_prefix("mcp_operator");
         registry.register(
@@ -163,7 +174,20 @@ impl Metrics {
             "1 while this replica holds the leader Lease",
             metrics.leader.clone(),
         );
+        registry.register(
+            "api_requests",
+            "Kubernetes API requests this process made, by verb and resource (watches and log \
+             streams counted when opened)",
+            metrics.api_requests.clone(),
+        );
         metrics
+    }
+
+    /// Counts one Kubernetes API request.
+    pub fn api_request(&self, verb: &'static str, resource: &'static str) {
+        self.api_requests
+            .get_or_create(&ApiRequestLabels { verb, resource })
+            .inc();
     }
 
     /// Counts one reconcile of `controller` that took `elapsed`.

@@ -8,6 +8,8 @@ use crate::controller::mcp_task::budget::MAX_WRITES_PER_SECOND;
 
 /// Most log followers [`Scale::max_follower_starts`] may allow at once.
 pub const MAX_FOLLOWER_STARTS: usize = 10_000;
+/// Most McpTask reconciles [`Scale::max_reconciles`] may allow in flight at once.
+pub const MAX_RECONCILES: u16 = 1024;
 
 /// Bounds on the operator's work at scale.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +26,10 @@ pub struct Scale {
     /// checkpoint at once (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`, default 32, 1 to 10000): after a
     /// failover the new leader catches up with the running tasks' logs this many at a time.
     pub max_follower_starts: usize,
+    /// Most McpTask reconciles in flight at once (`MCP_OPERATOR_MAX_RECONCILES`, default 32, 1
+    /// to 1024). Each is a few short API calls, so with the API server's latency this bounds
+    /// how fast new tasks get their Jobs; each in flight holds its task and a few KiB.
+    pub max_reconciles: u16,
 }
 
 impl Default for Scale {
@@ -32,6 +38,7 @@ impl Default for Scale {
             status_writes_per_second: 100,
             finished_job_retention: Duration::from_secs(300),
             max_follower_starts: 32,
+            max_reconciles: 32,
         })
     }
 }
@@ -75,10 +82,17 @@ impl Scale {
             MAX_FOLLOWER_STARTS as u64,
             "a number of log followers from 1 to 10000",
         )?;
+        let reconciles = ranged(
+            "MAX_RECONCILES",
+            "32",
+            u64::from(MAX_RECONCILES),
+            "a number of reconciles from 1 to 1024",
+        )?;
         Ok(Self {
             status_writes_per_second: u32::try_from(writes).unwrap_or(MAX_WRITES_PER_SECOND),
             finished_job_retention: Duration::from_secs(retention),
             max_follower_starts: usize::try_from(starts).unwrap_or(MAX_FOLLOWER_STARTS),
+            max_reconciles: u16::try_from(reconciles).unwrap_or(MAX_RECONCILES),
         })
     }
 }
@@ -93,6 +107,7 @@ mod tests {
         assert_eq!(d.status_writes_per_second, 100);
         assert_eq!(d.finished_job_retention, Duration::from_secs(300));
         assert_eq!(d.max_follower_starts, 32);
+        assert_eq!(d.max_reconciles, 32);
         let set = |k: &'static str, v: &'static str| {
             Scale::from_lookup(move |n| (n == k).then(|| v.to_owned()))
         };
@@ -103,6 +118,14 @@ mod tests {
         assert!(err.to_string().contains("from 1 to 100000"), "{err}");
         let err = set("MCP_OPERATOR_MAX_FOLLOWER_STARTS", "100001").unwrap_err();
         assert!(err.to_string().contains("from 1 to 10000"), "{err}");
+        let err = set("MCP_OPERATOR_MAX_RECONCILES", "1025").unwrap_err();
+        assert!(err.to_string().contains("from 1 to 1024"), "{err}");
+        assert_eq!(
+            set("MCP_OPERATOR_MAX_RECONCILES", "8")
+                .unwrap()
+                .max_reconciles,
+            8
+        );
         let err = set("MCP_OPERATOR_FINISHED_JOB_RETENTION_SECONDS", "86401").unwrap_err();
         assert!(err.to_string().contains("0 to 86400"), "{err}");
     }

@@ -22,6 +22,7 @@ fn the_operators_scale_settings_reach_its_environment() {
         "300"
     );
     assert_eq!(var(&[], "MCP_OPERATOR_MAX_FOLLOWER_STARTS"), "32");
+    assert_eq!(var(&[], "MCP_OPERATOR_MAX_RECONCILES"), "32");
     let set = ["operator.config.finishedJobRetentionSeconds=5"];
     assert_eq!(
         var(&set, "MCP_OPERATOR_FINISHED_JOB_RETENTION_SECONDS"),

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use kube::runtime::reflector::Store;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -233,6 +234,32 @@ pub enum News {
 /// Called by a follower with its news.
 pub type Notify = Arc<dyn Fn(News) + Send + Sync>;
 
+/// Where a follower reads its pod's log and its pod: the log from the API server, the pod's
+/// container state from the operator's pod cache when it has the pod (a stream ends several
+/// times over a task's life, and each end looks at the pod). A pod the cache lacks (deleted,
+/// or the cache is still syncing) is looked up by one request: the cache's word alone never
+/// ends a follower.
+#[derive(Clone)]
+pub struct PodReads {
+    /// The pods of the task's namespace, for the log and the confirming look-up.
+    pub api: Api<Pod>,
+    /// The task's namespace.
+    pub namespace: String,
+    /// The operator's pod cache, once it has had its first full list.
+    pub cache: Option<Store<Pod>>,
+}
+
+impl PodReads {
+    /// Reads through `api` only: no cache.
+    pub fn uncached(api: Api<Pod>, namespace: &str) -> Self {
+        Self {
+            api,
+            namespace: namespace.to_owned(),
+            cache: None,
+        }
+    }
+}
+
 struct Follower {
     pod_uid: String,
     state: Arc<Mutex<FollowState>>,
@@ -287,7 +314,7 @@ impl Followers {
     pub fn ensure(
         &self,
         task_uid: &str,
-        pods: Api<Pod>,
+        pods: PodReads,
         source: LogSource<'_>,
         checkpoint: Option<&Checkpoint>,
         notify: Notify,
@@ -360,3 +387,5 @@ mod read;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cache;

@@ -40,8 +40,6 @@ use crate::context::{Context, TaskRef};
 const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 /// Selects the Jobs and pods the operator made.
 const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=mcp-task-operator";
-/// Most McpTask reconciles in flight at once (each is a few short API calls).
-const MAX_RECONCILES: u16 = 32;
 
 /// Runs the McpTask controller until `shutdown` resolves. `triggers` carries reconcile
 /// requests from the log followers.
@@ -102,10 +100,12 @@ pub async fn run(
     )
     .applied_objects()
     .predicate_filter(trigger::beyond_status, PredicateConfig::default());
-    // Bounded: at start every task is due at once, and 10,000 reconcile futures in flight
-    // together left the operator ~25 KB per task larger for good (docs/BENCHMARKS.md).
+    // Bounded (`MCP_OPERATOR_MAX_RECONCILES`): at start every task is due at once, and 10,000
+    // reconcile futures in flight together left the operator ~25 KB per task larger for good
+    // (docs/BENCHMARKS.md).
+    let concurrency = ctx.config.scale.max_reconciles;
     let controller = Controller::for_stream(task_events, task_store)
-        .with_config(kube::runtime::controller::Config::default().concurrency(MAX_RECONCILES));
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
     let _ = ctx.tasks.set(controller.store());
     controller

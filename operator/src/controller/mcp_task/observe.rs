@@ -340,6 +340,21 @@ pub fn pods_refused(
         && refused_since.is_some_and(|t| now.duration_since(t) >= limits.pod_refused_grace)
 }
 
+/// Whether the Job's pod creations may have been refused for longer than the grace period, so
+/// that its `FailedCreate` Events are worth a request: the Job controller has synced the Job
+/// (it sets `status.startTime` in the sync that first tries to create the pod, refused or
+/// not), the Job has no pod (`status.active`), and that first sync is at least the grace
+/// period ago (a refusal is never older than it). A Job waiting for the Job controller, or
+/// whose pod the operator's cache has not shown yet, costs no request.
+pub fn refusal_possible(job: &Job, limits: &StartLimits, now: Timestamp) -> bool {
+    let Some(status) = job.status.as_ref() else {
+        return false;
+    };
+    let active = status.active.unwrap_or(0) > 0;
+    let started = status.start_time.as_ref().map(|t| t.0);
+    !active && started.is_some_and(|t| now.duration_since(t) >= limits.pod_refused_grace)
+}
+
 /// The message of a Job condition of `type_` with status True and, unless empty, `reason`.
 fn job_condition(job: &Job, type_: &str, reason: &str) -> Option<Option<String>> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
@@ -375,3 +390,5 @@ fn describe(reason: Option<&str>, message: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_refused;

@@ -119,6 +119,11 @@ impl Ids {
 /// The driver: runs the steps in order; any step may end the run with its own action.
 async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result<Action> {
     let ids = Ids::of(task)?;
+    // This replica wrote the task's terminal status, which never changes, and the cache has not
+    // shown it yet: nothing to read, follow or write until it does.
+    if !task.is_terminal() && ctx.ended_here(&ids.uid, false) {
+        return Ok(Action::requeue(STALE_RETRY));
+    }
     // 1. Expire.
     let (task, until_expiry) = match expire::step(task, ctx, &ids, now).await? {
         expire::Expired::Stop(action) => return Ok(action),
@@ -126,6 +131,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
     };
     let mut waits: Vec<Duration> = until_expiry.into_iter().collect();
     if task.is_terminal() {
+        ctx.ended_here(&ids.uid, true);
         queue::wake(&task, ctx);
         ctx.followers.stop(&ids.uid);
         ctx.record_write(&ids.uid, true);

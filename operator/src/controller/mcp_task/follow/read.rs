@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use futures::AsyncBufReadExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, LogParams};
+use kube::ResourceExt;
+use kube::api::{ListParams, LogParams};
+use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
-    CATCH_UP_LIMIT, FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify,
+    CATCH_UP_LIMIT, FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, PodReads,
     STREAM_SETTLE, Verdict,
 };
 use crate::contract::{Progress, ProgressWarning};
@@ -115,8 +117,9 @@ impl Read {
 
 /// The background task of one follower: reads, re-reads and judges one container's log.
 pub(super) struct Reader {
-    pods: Api<Pod>,
+    pods: PodReads,
     pod: String,
+    pod_uid: String,
     container: String,
     nonce: Option<String>,
     state: Arc<Mutex<FollowState>>,
@@ -130,7 +133,7 @@ pub(super) struct Reader {
 impl Reader {
     /// A reader of `source`'s log into `state`, telling `notify`.
     pub(super) fn new(
-        pods: Api<Pod>,
+        pods: PodReads,
         source: LogSource<'_>,
         state: Arc<Mutex<FollowState>>,
         notify: Notify,
@@ -139,6 +142,7 @@ impl Reader {
         Self {
             pods,
             pod: source.pod_name.to_owned(),
+            pod_uid: source.pod_uid.to_owned(),
             container: source.container.to_owned(),
             nonce: source.nonce.map(str::to_owned),
             state,
@@ -283,7 +287,7 @@ impl Reader {
             follow,
             ..LogParams::default()
         };
-        let result = match self.pods.log_stream(&self.pod, &params).await {
+        let result = match self.pods.api.log_stream(&self.pod, &params).await {
             Err(e) => Err(e.to_string()),
             Ok(stream) => {
                 // A follower with nothing to catch up with starts once its stream is open.
@@ -318,29 +322,46 @@ impl Reader {
         fold_stream(stream, read, &self.state, &notify).await
     }
 
-    /// The tool container's state, from a list of the one pod (the operator may list pods,
-    /// not get them).
+    /// The tool container's state: from the operator's pod cache when it holds this pod, else
+    /// from a list of the one pod (the operator may list pods, not get them), so a pod missing
+    /// from a lagging cache is never taken for a deleted one.
     async fn container_state(&self) -> Result<Container, kube::Error> {
-        let params = ListParams::default().fields(&format!("metadata.name={}", self.pod));
-        let Some(pod) = self.pods.list(&params).await?.items.into_iter().next() else {
+        let cached = self.pods.cache.as_ref().and_then(|store| {
+            store
+                .get(&ObjectRef::new(&self.pod).within(&self.pods.namespace))
+                .filter(|pod| pod.uid().as_deref() == Some(self.pod_uid.as_str()))
+        });
+        let pod = match cached {
+            Some(pod) => Some(Pod::clone(&pod)),
+            None => {
+                let params = ListParams::default().fields(&format!("metadata.name={}", self.pod));
+                self.pods.api.list(&params).await?.items.into_iter().next()
+            }
+        };
+        let Some(pod) = pod else {
             return Ok(Container::Gone(format!(
                 "the pod {} was deleted before its log was read",
                 self.pod
             )));
         };
-        let status = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .and_then(|all| all.iter().find(|c| c.name == self.container));
-        Ok(match status.and_then(|c| c.state.as_ref()) {
-            Some(state) if state.terminated.is_some() => Container::Stopped,
-            Some(_) => Container::Live,
-            None => Container::Gone(format!(
-                "the pod {} has no container {}",
-                self.pod, self.container
-            )),
-        })
+        Ok(container_of(&pod, &self.container))
+    }
+}
+
+/// What `pod` says about its container `name`.
+fn container_of(pod: &Pod, name: &str) -> Container {
+    let status = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|all| all.iter().find(|c| c.name == name));
+    match status.and_then(|c| c.state.as_ref()) {
+        Some(state) if state.terminated.is_some() => Container::Stopped,
+        Some(_) => Container::Live,
+        None => Container::Gone(format!(
+            "the pod {} has no container {name}",
+            pod.name_any()
+        )),
     }
 }
 

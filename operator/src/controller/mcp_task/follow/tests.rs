@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::http::{Request, Response, StatusCode};
 use futures::io::Cursor;
 use kube::client::Body;
+use kube::runtime::reflector::Store;
 use serde_json::json;
 
 use super::read::{Read, fold_stream};
@@ -137,7 +138,7 @@ fn logs_needed_waits_for_a_whole_read_of_a_stopped_container() {
 }
 
 /// One recorded answer to a log request: a status and a body.
-type LogAnswer = (u16, &'static str);
+pub(super) type LogAnswer = (u16, &'static str);
 
 /// Runs a follower of pod `p` (container `tool`) against a mock API server that answers log
 /// requests with `logs` in order (the last one again once they run out) and pod reads with a
@@ -147,9 +148,29 @@ async fn follow_recorded(
     logs: Vec<LogAnswer>,
     checkpoint: Option<Checkpoint>,
 ) -> (Arc<Mutex<FollowState>>, usize, Vec<u64>) {
+    let run = follow_with(logs, checkpoint, None).await;
+    (run.state, run.log_reads, run.warnings)
+}
+
+/// What [`follow_with`] saw.
+pub(super) struct Followed {
+    pub state: Arc<Mutex<FollowState>>,
+    pub log_reads: usize,
+    pub pod_lists: usize,
+    pub warnings: Vec<u64>,
+}
+
+/// [`follow_recorded`], with the operator's pod cache `cache` (if any); counts the pod lists.
+pub(super) async fn follow_with(
+    logs: Vec<LogAnswer>,
+    checkpoint: Option<Checkpoint>,
+    cache: Option<Store<Pod>>,
+) -> Followed {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let log_reads = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&log_reads);
+    let pod_lists = Arc::new(AtomicUsize::new(0));
+    let listed = Arc::clone(&pod_lists);
     tokio::spawn(async move {
         let mut logs: VecDeque<LogAnswer> = logs.into();
         while let Some((request, send)) = handle.next_request().await {
@@ -178,6 +199,7 @@ async fn follow_recorded(
                         .is_some_and(|q| q.contains("fieldSelector")),
                     "the follower lists its one pod: {path}"
                 );
+                listed.fetch_add(1, Ordering::SeqCst);
                 let pod = json!({"apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": "p", "namespace": "tools", "uid": "pod-1"},
                     "status": {"containerStatuses": [{"name": "tool", "image": "i", "imageID": "",
@@ -209,12 +231,21 @@ async fn follow_recorded(
         container: "tool",
         nonce: None,
     };
-    let state = followers.ensure("task", api, source, checkpoint.as_ref(), notify);
+    let pods = PodReads {
+        cache,
+        ..PodReads::uncached(api, "tools")
+    };
+    let state = followers.ensure("task", pods, source, checkpoint.as_ref(), notify);
     while lock(&state).verdict == Verdict::Reading {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let reported = lock(&warnings).clone();
-    (state, log_reads.load(Ordering::SeqCst), reported)
+    Followed {
+        state,
+        log_reads: log_reads.load(Ordering::SeqCst),
+        pod_lists: pod_lists.load(Ordering::SeqCst),
+        warnings: reported,
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -335,7 +366,13 @@ async fn followers_are_reused_per_pod_and_swept() {
             container: "tool",
             nonce: None,
         };
-        followers.ensure(uid, api.clone(), source, None, silent())
+        followers.ensure(
+            uid,
+            PodReads::uncached(api.clone(), "tools"),
+            source,
+            None,
+            silent(),
+        )
     };
     let first = ensure("live", ("p", "pod-1"));
     assert!(
@@ -392,7 +429,8 @@ async fn at_most_max_starts_followers_open_their_stream_at_once() {
             container: "tool",
             nonce: None,
         };
-        followers.ensure(&format!("t{i}"), api.clone(), source, None, silent());
+        let pods = PodReads::uncached(api.clone(), "tools");
+        followers.ensure(&format!("t{i}"), pods, source, None, silent());
     }
     type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
     async fn arrived(

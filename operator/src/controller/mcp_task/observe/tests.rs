@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn job(status: &str) -> Job {
+pub(super) fn job(status: &str) -> Job {
     serde_yaml::from_str(&format!(
         "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: t}}\nstatus: {status}\n"
     ))
@@ -75,14 +75,14 @@ fn pod_level_failures_name_their_reason() {
     }
 }
 
-const LIMITS: StartLimits = StartLimits {
+pub(super) const LIMITS: StartLimits = StartLimits {
     image_pull_grace: SignedDuration::from_secs(120),
     config_error_grace: SignedDuration::from_secs(60),
     unschedulable_after: SignedDuration::from_secs(300),
     pod_refused_grace: SignedDuration::from_secs(30),
 };
 
-fn at(time: &str) -> Timestamp {
+pub(super) fn at(time: &str) -> Timestamp {
     time.parse().unwrap()
 }
 

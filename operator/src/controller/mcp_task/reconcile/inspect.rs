@@ -10,8 +10,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use super::super::apply::{self, PodSync};
 use super::super::cache;
 use super::super::observe::{
-    FailureReason, StartLimits, Workload, observe_workload, pods_refused, select_pod,
-    start_deadline,
+    FailureReason, StartLimits, Workload, observe_workload, pods_refused, refusal_possible,
+    select_pod, start_deadline,
 };
 use super::super::outcome::{self, Decision, Outcome};
 use super::Ids;
@@ -59,6 +59,7 @@ pub async fn step(
     let limits = start_limits(&ctx.config);
     let mut workload = start_deadline(observe_workload(job, pod), pod, &limits, now);
     if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, job)
+        && refusal_possible(job, &limits, now)
         && let Some((since, message)) =
             apply::pods_refused_since(client, &ids.namespace, job).await?
         && pods_refused(&workload, pod, Some(since), &limits, now)

@@ -11,7 +11,10 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::McpTask;
 
-use super::super::follow::{FollowState, LOGS_PENDING, LogSource, LogsNeeded, logs_needed};
+use super::super::cache;
+use super::super::follow::{
+    FollowState, LOGS_PENDING, LogSource, LogsNeeded, PodReads, logs_needed,
+};
 use super::super::nonce;
 use super::super::notify::notifier;
 use super::super::observe::{FailureReason, Workload, tool_container_name, tool_container_started};
@@ -55,12 +58,20 @@ pub fn step(
                 container: tool_container_name(pod),
                 nonce: job.and_then(nonce::of_job),
             };
-            let pods_api = kube::Api::namespaced(ctx.client.clone(), &ids.namespace);
+            let pods = PodReads {
+                api: kube::Api::namespaced(ctx.client.clone(), &ids.namespace),
+                namespace: ids.namespace.clone(),
+                cache: ctx
+                    .caches
+                    .get()
+                    .filter(|c| cache::ready(&c.pods))
+                    .map(|c| c.pods.clone()),
+            };
             let recorded = task.status.as_ref().and_then(checkpoint_of);
             let notify = notifier(ctx, task);
             Some(
                 ctx.followers
-                    .ensure(&ids.uid, pods_api, source, recorded.as_ref(), notify),
+                    .ensure(&ids.uid, pods, source, recorded.as_ref(), notify),
             )
         }
         // The follower outlives its pod: a result read before the pod went still counts.

@@ -134,6 +134,7 @@ pub async fn step(
                     .await;
             }
             if terminal {
+                ctx.record_ended(uid);
                 ctx.followers.stop(uid);
                 // Its Job goes after the retention (`reconcile/retain.rs`).
                 wait.push(ctx.config.scale.finished_job_retention);

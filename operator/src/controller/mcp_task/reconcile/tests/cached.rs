@@ -122,3 +122,91 @@ async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_fa
     // The pod was found: its log is read before anything is decided.
     assert_eq!(action, Action::requeue(LOGS_PENDING));
 }
+
+/// Reconciles a task whose Job (with `job_status`) is cached and has no pod in the cache.
+async fn starting_with(job_status: Value, calls: Vec<Call>) -> Vec<Value> {
+    let task = live_task();
+    let mut job = job_json();
+    job["status"] = job_status;
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    ctx.caches.set(caches(vec![job], vec![])).unwrap();
+    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    server.await.unwrap()
+}
+
+#[tokio::test]
+async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused() {
+    let task = live_task();
+    let waiting = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    // Not synced by the Job controller yet, or its pod not in the cache yet: no request.
+    for status in [
+        json!({}),
+        json!({"startTime": "2020-01-01T00:00:00Z", "active": 1}),
+    ] {
+        let bodies = starting_with(status, waiting.clone()).await;
+        assert_eq!(
+            bodies[1]["status"]["statusMessage"],
+            "Waiting for the Job to create a pod"
+        );
+    }
+    // Synced long ago, and no pod: its FailedCreate Events are read.
+    let refused = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, EVENTS, no_events()),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let bodies = starting_with(json!({"startTime": "2020-01-01T00:00:00Z"}), refused).await;
+    assert_eq!(bodies[2]["status"]["status"], "working");
+}
+
+#[tokio::test]
+async fn a_terminal_status_this_replica_wrote_is_not_read_again_while_the_cache_lags() {
+    let task = live_task();
+    let mut job = job_json();
+    job["status"] = json!({"succeeded": 1, "startTime": "2020-01-01T00:00:00Z"});
+    let stopped = pod_list(
+        "Succeeded",
+        json!({"terminated": {"exitCode": 0}}),
+        json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"}),
+    )["items"][0]
+        .clone();
+    // One fresh read, the terminal write and its Event; then nothing (the mock is gone).
+    let calls = vec![fresh_read(&task), status_call(&task), Call::event("tools")];
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
+        calls,
+        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+    );
+    ctx.caches.set(caches(vec![job], vec![stopped])).unwrap();
+    let (tools, mut writer) = reflector::store::<DeserializeGuard<McpTool>>();
+    writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Ok(tool()))));
+    ctx.tools.set(tools).unwrap();
+    let guard = Arc::new(DeserializeGuard(Ok(task)));
+    // The follower reads the log in the background: look again until the task is decided.
+    let mut runs = 0;
+    while !server.is_finished() {
+        runs += 1;
+        assert!(runs < 100, "the task was never written terminal");
+        reconcile(Arc::clone(&guard), Arc::clone(&ctx))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let bodies = server.await.unwrap();
+    assert_eq!(bodies[1]["status"]["status"], "completed");
+    // The controller's cache still shows the task working: the next run reads nothing and
+    // starts no follower (which would read the log again, then the task).
+    let uid = guard.0.as_ref().unwrap().uid().unwrap();
+    let action = reconcile(guard, Arc::clone(&ctx)).await.unwrap();
+    assert_eq!(action, Action::requeue(STALE_RETRY));
+    assert!(
+        ctx.followers.state(&uid).is_none(),
+        "a follower was started"
+    );
+}

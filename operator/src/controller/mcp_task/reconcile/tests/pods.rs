@@ -177,14 +177,13 @@ async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() 
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::ok(Method::GET, JOB, job_json()),
         Call::ok(Method::GET, PODS, pods),
-        Call::ok(Method::GET, EVENTS, no_events()),
         status_call(&task),
         Call::event("tools"),
     ];
     let (_, bodies) = run(task, calls).await;
-    assert_eq!(bodies[4]["status"]["status"], "working");
+    assert_eq!(bodies[3]["status"]["status"], "working");
     assert_eq!(
-        bodies[4]["status"]["statusMessage"],
+        bodies[3]["status"]["statusMessage"],
         "Waiting for the Job to create a pod"
     );
 }
