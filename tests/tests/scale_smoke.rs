@@ -14,11 +14,11 @@ use futures::StreamExt;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
-use mcp_task_operator_tests::kwok::{
+use mcp_task_operator_harness::kwok::{
     NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, ensure_fake_nodes, fake_pod_template,
 };
-use mcp_task_operator_tests::operator::{Operator, create_task, create_tool, result_text, tool};
-use mcp_task_operator_tests::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::operator::{Operator, create_task, create_tool, result_text, tool};
+use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
 /// The tool's name, and its container's (which picks kwok's log script `fleet.log`: four
