@@ -224,7 +224,8 @@ fn machine() -> Vec<String> {
     vec![format!(
         "Machine: {cpus} × {model}, {memory:.1} GiB RAM, Linux {}; run {date}; front end, \
          operator and baseline servers are release builds, each a child process of the harness \
-         on the same cores as the load generator and the cluster.",
+         on the same cores as the load generator and the cluster (the tasks/get section pins \
+         the load generator and the servers to separate cores, see its notes).",
         kernel.trim()
     )]
 }

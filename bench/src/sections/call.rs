@@ -126,7 +126,11 @@ fn pairs(ratios: &[f64]) -> (f64, String, String) {
             .copied()
             .unwrap_or(f64::NAN)
     };
-    (at(0.5), format!("{:.2}×", at(0.1)), format!("{:.2}×", at(0.9)))
+    (
+        at(0.5),
+        format!("{:.2}×", at(0.1)),
+        format!("{:.2}×", at(0.9)),
+    )
 }
 
 fn mean(samples: &[Duration]) -> Duration {
