@@ -79,14 +79,6 @@ impl Spread {
     pub fn ratio(&self) -> String {
         format!("{:.2}× ({:.2}–{:.2})", self.median, self.min, self.max)
     }
-
-    /// With `digits` decimals and a unit: `12.3 µs (11.0–14.2)`.
-    pub fn with_unit(&self, digits: usize, unit: &str) -> String {
-        format!(
-            "{:.digits$} {unit} ({:.digits$}–{:.digits$})",
-            self.median, self.min, self.max
-        )
-    }
 }
 
 #[cfg(test)]
@@ -109,10 +101,7 @@ mod tests {
         );
         assert_eq!(spread.ratio(), "2.00× (2.00–3.00)");
         assert_eq!(Spread::of([]), Spread::default());
-        assert_eq!(
-            Spread::of([5.0, 1.0, 3.0]).with_unit(1, "µs"),
-            "3.0 µs (1.0–5.0)"
-        );
+        assert_eq!(Spread::of([5.0, 1.0, 3.0]).ratio(), "3.00× (1.00–5.00)");
     }
 
     #[test]
