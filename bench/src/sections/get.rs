@@ -41,7 +41,7 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
         config.window.as_millis() / 4
     ));
     section.note(format!(
-        "answer sizes: front end {} B at 1 KiB, {} B at 64 KiB, {} B at 512 KiB (the same bytes \
+        "answer sizes: front end {} B at 1 KiB, {} B at 64 KiB, {} B at 512 KiB (the same result, re-serialized, \
          from the JSON-RPC axum baseline; bare axum returns the 1 KiB answer); plain rmcp {} B \
          at 1 KiB",
         stack.answer_bytes[0],
