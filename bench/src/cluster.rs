@@ -76,7 +76,17 @@ pub fn task_manifest(tool: &str, owner: &str) -> McpTask {
 /// Creates a task of `tool` owned by [`ANONYMOUS`] and makes it `completed` at once (status
 /// subresource, as the operator would), so no operator ever starts a Job for it.
 pub async fn create_completed_task(api: &Api<McpTask>, tool: &str) -> Result<String, String> {
-    let task = task_manifest(tool, ANONYMOUS);
+    create_completed_task_as(api, tool, ANONYMOUS, RESULT_TEXT).await
+}
+
+/// [`create_completed_task`] owned by `owner`, with `text` as its result's text.
+pub async fn create_completed_task_as(
+    api: &Api<McpTask>,
+    tool: &str,
+    owner: &str,
+    text: &str,
+) -> Result<String, String> {
+    let task = task_manifest(tool, owner);
     let params = PostParams {
         field_manager: Some(BENCH_FIELD_MANAGER.to_owned()),
         ..PostParams::default()
@@ -98,7 +108,7 @@ pub async fn create_completed_task(api: &Api<McpTask>, tool: &str) -> Result<Str
             "createdAt": now.to_string(),
             "lastUpdatedAt": now.to_string(),
             "expiresAt": expires.to_string(),
-            "result": {"content": [{"type": "text", "text": RESULT_TEXT}], "isError": false},
+            "result": {"content": [{"type": "text", "text": text}], "isError": false},
             "observedGeneration": created.metadata.generation,
         },
     });

@@ -12,6 +12,15 @@ pub struct Config {
     pub load_time: Duration,
     /// Unrecorded warm-up before each load point (1 s).
     pub warmup: Duration,
+    /// Interleaved rounds per `tasks/get` point (`MTO_BENCH_ROUNDS`, default 10): in each
+    /// round every server of the point is measured once, in an order rotated round by round.
+    pub rounds: usize,
+    /// Recorded time of one server in one round (`MTO_BENCH_WINDOW_MS`, default 1000), after
+    /// an unrecorded warm-up of a quarter of it.
+    pub window: Duration,
+    /// Tasks the memory point of the `tasks/get` section creates and polls once each
+    /// (`MTO_BENCH_MEMORY_TASKS`, default 500).
+    pub memory_tasks: usize,
     /// Concurrent connections of the tasks/get points (`MTO_BENCH_CONNECTIONS`, default
     /// `1,16,64`).
     pub connections: Vec<usize>,
@@ -70,6 +79,9 @@ impl Config {
                 .collect(),
             load_time: Duration::from_secs(number("MTO_BENCH_SECONDS", 4)? as u64),
             warmup: Duration::from_secs(1),
+            rounds: number("MTO_BENCH_ROUNDS", 10)?.max(1),
+            window: Duration::from_millis(number("MTO_BENCH_WINDOW_MS", 1000)?.max(100) as u64),
+            memory_tasks: number("MTO_BENCH_MEMORY_TASKS", 500)?,
             connections: list("MTO_BENCH_CONNECTIONS", "1,16,64")?,
             calls: number("MTO_BENCH_CALLS", 100)?,
             runs: number("MTO_BENCH_RUNS", 16)?,

@@ -3,8 +3,9 @@
 //! 16) beside a contract-native tool; it prints the results as Markdown tables and writes them
 //! to `MTO_BENCH_OUT`.
 //!
-//! `mto-bench` runs the sections (settings in [`config::Config`]); `mto-bench serve-axum ...`
-//! and `mto-bench serve-rmcp ...` are the baseline servers it starts as child processes.
+//! `mto-bench` runs the sections (settings in [`config::Config`]); `mto-bench serve-axum ...`,
+//! `serve-jsonrpc ...` and `serve-rmcp ...` are the baseline servers it starts as child
+//! processes.
 
 mod cluster;
 mod config;
@@ -12,7 +13,10 @@ mod costs;
 mod load;
 mod mcp;
 mod phases;
+mod procs;
 mod report;
+mod rmcp_server;
+mod rounds;
 mod sections;
 mod servers;
 mod stats;
@@ -39,10 +43,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     .await?,
             )
         }
-        ["serve-rmcp", port] => Ok(servers::serve_rmcp(parse_port(port)?).await?),
+        ["serve-jsonrpc", map_file, port] => {
+            Ok(servers::serve_jsonrpc(map_file, parse_port(port)?).await?)
+        }
+        ["serve-rmcp", port] => Ok(rmcp_server::serve_rmcp(parse_port(port)?).await?),
         [] => run(Config::from_env()?).await,
         _ => Err(
-            "usage: mto-bench [serve-axum CONTENT_TYPE BODY_FILE PORT | serve-rmcp PORT]".into(),
+            "usage: mto-bench [serve-axum CONTENT_TYPE BODY_FILE PORT | serve-jsonrpc MAP_FILE PORT \
+             | serve-rmcp PORT]".into(),
         ),
     }
 }
@@ -216,7 +224,8 @@ fn machine() -> Vec<String> {
     vec![format!(
         "Machine: {cpus} × {model}, {memory:.1} GiB RAM, Linux {}; run {date}; front end, \
          operator and baseline servers are release builds, each a child process of the harness \
-         on the same cores as the load generator and the cluster.",
+         on the same cores as the load generator and the cluster (the tasks/get section pins \
+         the load generator and the servers to separate cores, see its notes).",
         kernel.trim()
     )]
 }

@@ -13,6 +13,8 @@ pub struct Section {
     pub rows: Vec<Vec<String>>,
     /// Lines printed under the table (method details, checks, what was not measured).
     pub notes: Vec<String>,
+    /// Further tables of the same section, printed after the notes.
+    pub tables: Vec<Section>,
 }
 
 impl Section {
@@ -51,6 +53,9 @@ impl Section {
         }
         if !self.notes.is_empty() {
             out.push('\n');
+        }
+        for table in &self.tables {
+            out.push_str(&table.to_markdown().replacen("### ", "#### ", 1));
         }
         out
     }

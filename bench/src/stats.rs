@@ -39,9 +39,70 @@ pub fn ratio(a: f64, b: f64) -> String {
     }
 }
 
+/// The median and the range of a figure measured once per round.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// Median (nearest rank).
+    pub median: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values`; zero when empty. NaN values (a ratio over a zero) are left out.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Self {
+        let mut values: Vec<f64> = values.into_iter().filter(|v| !v.is_nan()).collect();
+        if values.is_empty() {
+            return Self::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let rank = (0.5 * values.len() as f64).ceil() as usize;
+        Self {
+            median: values[rank.clamp(1, values.len()) - 1],
+            min: values[0],
+            max: values[values.len() - 1],
+        }
+    }
+
+    /// The spread of the per-round ratios `a[r] / b[r]` (paired: both from the same round).
+    pub fn of_ratios(a: &[f64], b: &[f64]) -> Self {
+        Self::of(
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| if *b == 0.0 { f64::NAN } else { a / b }),
+        )
+    }
+
+    /// As a ratio: `1.52× (1.40–1.61)`.
+    pub fn ratio(&self) -> String {
+        format!("{:.2}× ({:.2}–{:.2})", self.median, self.min, self.max)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spreads_take_the_median_and_range_of_paired_ratios() {
+        let a = [2.0, 3.0, 4.0, 10.0];
+        let b = [1.0, 1.0, 2.0, 0.0];
+        // Ratios 2, 3, 2 (the zero baseline is left out): median 2, range 2–3.
+        let spread = Spread::of_ratios(&a, &b);
+        assert_eq!(
+            spread,
+            Spread {
+                median: 2.0,
+                min: 2.0,
+                max: 3.0
+            }
+        );
+        assert_eq!(spread.ratio(), "2.00× (2.00–3.00)");
+        assert_eq!(Spread::of([]), Spread::default());
+        assert_eq!(Spread::of([5.0, 1.0, 3.0]).ratio(), "3.00× (1.00–5.00)");
+    }
 
     #[test]
     fn quantiles_use_the_nearest_rank() {
