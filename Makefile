@@ -152,20 +152,20 @@ load: ## mixed load on 2 front-end replicas for LOAD_SECONDS (600): errors, late
 # `make test` runs every tier. The cluster is started once and stopped at the end, also when a
 # tier fails; MTO_KEEP_CLUSTER=1 leaves it running for a closer look.
 .PHONY: test
-test: ## every tier: fmt, generate check, clippy, unit, fuzz smoke, SBOMs, cluster up, integration, chaos (bounded), scale smoke, release, cluster down, crash cleanup
+test: ## every tier: fmt, generate check, clippy, unit, fuzz smoke, SBOMs, cluster up, release (README's install), integration, chaos (bounded), scale smoke, cluster down, crash cleanup
 	$(MAKE) fmt-check generate-check lint unit fuzz-smoke sbom
 	$(MAKE) cluster-up
-	status=0; $(MAKE) integration || status=$$?; \
+	status=0; $(MAKE) release-test || status=$$?; \
+	[ $$status -ne 0 ] || $(MAKE) integration || status=$$?; \
 	[ $$status -ne 0 ] || MTO_CHAOS_SCALE=ci $(MAKE) chaos-run || status=$$?; \
 	[ $$status -ne 0 ] || $(MAKE) scale-smoke || status=$$?; \
-	[ $$status -ne 0 ] || $(MAKE) release-test || status=$$?; \
 	if [ -n "$${MTO_KEEP_CLUSTER:-}" ]; then exit $$status; fi; \
 	$(MAKE) cluster-down; hack/check-clean.sh; \
 	[ $$status -ne 0 ] || $(MAKE) cluster-crash-test; \
 	exit $$status
 
 .PHONY: release-test
-release-test: ## images from the Dockerfile (buildah) and the chart (OCI) pushed to the local registry, installed from there by digest, helm test, a tool call
+release-test: ## README's "On an existing cluster" block on a fresh local cluster (images from the Dockerfile, chart as OCI, by digest), helm test, a tool call, the e2e suite on the release
 	hack/release-test.sh
 
 .PHONY: up

@@ -5,7 +5,11 @@
 #   docker.io/library/rust:1.95-bookworm     that, plus gcc, libc6-dev, pkg-config and
 #                                            ca-certificates, plus this machine's rustup toolchain
 #                                            (RUSTUP_HOME=/usr/local/rustup, CARGO_HOME=/usr/local/cargo
-#                                            and cargo/rustc on PATH, as in the official image)
+#                                            and cargo/rustc on PATH, as in the official image),
+#                                            trusting this machine's CA bundle: cargo in a build
+#                                            stage reaches crates.io as the host does (through a
+#                                            proxy with its own CA here), with no flag on `buildah
+#                                            build`; made again when that bundle changes
 # FORCE=1 makes them again.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +21,13 @@ TOOLCHAIN=${RUST_TOOLCHAIN_DIR:-$HOME/.rustup/toolchains/stable-x86_64-unknown-l
 RUST_VERSION=1.95
 
 have() { [ -z "${FORCE:-}" ] && buildah inspect --type image "$1" >/dev/null 2>&1; }
+HOST_CA=${SYSTEM_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+HOST_CA_SUM=$(sha256sum "$HOST_CA" | cut -c1-16)
+# The rust image, made with this machine's CA bundle as it is now.
+have_rust() {
+  have "$RUST" && [ "$(buildah inspect --type image \
+    --format '{{index .OCIv1.Config.Labels "io.mcp-task-operator.host-ca"}}' "$RUST" 2>/dev/null)" = "$HOST_CA_SUM" ]
+}
 
 if ! have "$DEBIAN"; then
   command -v mmdebstrap >/dev/null || apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
@@ -36,7 +47,7 @@ if ! have "$DEBIAN"; then
   echo "made $DEBIAN in $(($(date +%s) - t0)) s"
 fi
 
-if ! have "$RUST"; then
+if ! have_rust; then
   [ -x "$TOOLCHAIN/bin/cargo" ] || { echo "no Rust toolchain at $TOOLCHAIN (set RUST_TOOLCHAIN_DIR)" >&2; exit 1; }
   t0=$(date +%s)
   ctr=$(buildah from "$DEBIAN")
@@ -51,8 +62,9 @@ if ! have "$RUST"; then
   [ -d "$TOOLCHAIN/libexec" ] && cp -a "$TOOLCHAIN/libexec" "$tc/"
   for b in "$tc"/bin/*; do ln -s "../../rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/${b##*/}" \
     "$mnt/usr/local/cargo/bin/${b##*/}"; done
+  cp "$HOST_CA" "$mnt/etc/ssl/certs/ca-certificates.crt"
   buildah umount "$ctr" >/dev/null
-  buildah config --env RUSTUP_HOME=/usr/local/rustup --env CARGO_HOME=/usr/local/cargo \
+  buildah config --label "io.mcp-task-operator.host-ca=$HOST_CA_SUM" --env RUSTUP_HOME=/usr/local/rustup --env CARGO_HOME=/usr/local/cargo \
     --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env RUST_VERSION=$RUST_VERSION "$ctr"
   buildah commit --quiet --rm "$ctr" "$RUST" >/dev/null

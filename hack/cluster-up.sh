@@ -103,7 +103,19 @@ containerd config default | sed \
   -e "s#path = \"/opt/containerd\"#path = \"$C/opt\"#" \
   -e "s#netns_mounts_under_state_dir = false#netns_mounts_under_state_dir = true#" \
   -e "s#restrict_oom_score_adj = false#restrict_oom_score_adj = true#" \
+  -e "/\[plugins.\"io.containerd.grpc.v1.cri\".registry\]/,/config_path/ s#config_path = \"\"#config_path = \"$C/certs.d\"#" \
   >"$C/config.toml"
+grep -q "config_path = \"$C/certs.d\"" "$C/config.toml" ||
+  { echo "containerd's default config has no CRI registry config_path to set" >&2; exit 1; }
+# The local registry (hack/registry.sh) serves TLS from the cluster's CA; containerd trusts that
+# CA for it alone (https://github.com/containerd/containerd/blob/main/docs/hosts.md).
+mkdir -p "$C/certs.d/$REGISTRY"
+cat >"$C/certs.d/$REGISTRY/hosts.toml" <<TOML
+server = "https://$REGISTRY"
+[host."https://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+  ca = "$P/ca.crt"
+TOML
 # NB: restrict_oom_score_adj because root lacks CAP_SYS_RESOURCE here (negative oom_score_adj fails).
 cat >"$C/cni-conf/10-mto.conflist" <<CNI
 {
@@ -190,8 +202,8 @@ node_ready() {
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
 }
 wait_until 120 "node $NODE_NAME Ready" node_ready
-# 9. The image and chart registry on loopback (hack/registry.sh); containerd pulls localhost:PORT
-# over plain HTTP.
+# 9. The image and chart registry on loopback (hack/registry.sh), TLS from the cluster's CA;
+# containerd pulls localhost:PORT trusting that CA (step 3).
 "$HACK/registry.sh" start
 wait_until 60 "default ServiceAccount" kubectl --kubeconfig "$KUBECONFIG_OUT" get serviceaccount default
 elapsed=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")

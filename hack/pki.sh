@@ -32,6 +32,9 @@ sign kube-proxy system:kube-proxy "" "" clientAuth
 sign kubelet "system:node:$NODE_NAME" system:nodes "" clientAuth
 sign kubelet-serving "system:node:$NODE_NAME" system:nodes "DNS:$NODE_NAME,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP" serverAuth
 sign apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
+# The image and chart registry on loopback (hack/registry.sh): TLS like a real registry, so that
+# buildah, skopeo, helm and containerd talk to it without insecure flags.
+sign registry localhost "" "DNS:localhost,IP:127.0.0.1" serverAuth
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 chmod 600 ./*.key

@@ -9,6 +9,7 @@ set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
 . "$HACK/release-env.sh"
+trust_registry
 
 archive() { # the OCI archive of REF: hack/images.sh's name for it, or a base image
   local ref=$1 f
@@ -26,7 +27,7 @@ pin() { # REF -> $REGISTRY/NAME@DIGEST, pushed
   case $ref in localhost/*:*) ;; *) echo "not a localhost/NAME:TAG reference: $ref" >&2; return 1 ;; esac
   name=${ref#localhost/}; tag=${name##*:}; name=${name%:*}
   tmp=$(mktemp)
-  skopeo copy --quiet --dest-tls-verify=false --digestfile "$tmp" \
+  skopeo copy --quiet --digestfile "$tmp" \
     "oci-archive:$(archive "$ref")" "docker://$REGISTRY/$name:$tag" >&2
   echo "$REGISTRY/$name@$(cat "$tmp")"
   rm -f "$tmp"

@@ -16,6 +16,21 @@ fi
 export CONTAINERS_STORAGE_CONF=$BUILDAH_DIR/storage.conf
 # `RUN --mount=type=cache` directories live under TMPDIR (buildah-cache-<uid>), so they survive too.
 export TMPDIR=$BUILDAH_DIR/tmp
-# The local registry (hack/registry.sh): loopback only; containerd pulls localhost over plain HTTP.
-REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
-REGISTRY=${REGISTRY:-localhost:${REGISTRY_ADDR##*:}}
+# Defaults of a `buildah build` without flags, as README's commands run it: RUN steps in the
+# host's network namespace (this machine has no container networking for builds; cargo fetches
+# crates in the build stage), and every step kept as a layer, so the three targets share one
+# build stage and a second build reuses it.
+cat >"$BUILDAH_DIR/containers.conf" <<CONF
+[containers]
+netns = "host"
+CONF
+export CONTAINERS_CONF=$BUILDAH_DIR/containers.conf BUILDAH_LAYERS=true
+# This machine's CA bundle plus the cluster's CA, written by `hack/registry.sh start`.
+REGISTRY_TRUST=$MTO_STATE/registry/trust.pem
+# Makes buildah, skopeo and helm (Go programs: crypto/x509 reads SSL_CERT_FILE) trust the local
+# registry, as a user's tools trust theirs; call it once the registry runs.
+trust_registry() {
+  [ -f "$REGISTRY_TRUST" ] ||
+    { echo "no $REGISTRY_TRUST: start the registry first (hack/registry.sh start)" >&2; return 1; }
+  export SSL_CERT_FILE=$REGISTRY_TRUST
+}

@@ -20,6 +20,10 @@ POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.96.0.0/16
 BRIDGE=mto0
 IPT_COMMENT=mcp-task-operator
+# The image and chart registry (hack/registry.sh): loopback only, TLS from the cluster's CA;
+# images are named $REGISTRY/<name>.
+REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
+REGISTRY=${REGISTRY:-localhost:${REGISTRY_ADDR##*:}}
 # promtool (checks and unit-tests the chart's alert rules): Prometheus v3.16's Go module version.
 PROMETHEUS_MODULE_VERSION=${PROMETHEUS_MODULE_VERSION:-v0.316.0}
 PROMTOOL_BIN=${PROMTOOL_BIN:-$MTO_CACHE/promtool-$PROMETHEUS_MODULE_VERSION/promtool}

@@ -229,6 +229,7 @@ pub mod lag_proxy;
 pub mod mcp_client;
 pub mod mcp_servers;
 pub mod operator;
+pub mod release;
 pub mod stack;
 pub mod status_writer;
 pub mod token_relay;

@@ -1,11 +1,14 @@
 //! The Helm-installed stack for end-to-end tests: `helm upgrade --install` of the chart with our
-//! `dev` images and the front end on a NodePort of the node's bridge address (as `make up`
-//! does), and a guard that removes the release, its cluster-wide objects included.
+//! `dev` images (or, under `make release-test`, of the pushed OCI chart with the images built
+//! from the Dockerfile, pinned by digest) and the front end on a NodePort of the node's bridge
+//! address (as `make up` does), and a guard that removes the release, its cluster-wide objects
+//! included.
 
 use kube::Client;
 use rand::Rng;
 
 use crate::operator::apply_example_tools;
+use crate::release::Pushed;
 use crate::{chart_dir, helm, kubectl, kubectl_ok};
 
 /// The bridge address of the local node, where NodePorts answer (`hack/up.sh`'s NODE_IP).
@@ -73,45 +76,65 @@ pub fn output_text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
-/// Installs the chart as `release` into `ns` with the `dev` images, the front end Service a
-/// NodePort on a random free port that accepts [`NODE_IP`] as `Host`, without the CRDs
-/// (`crds.install=false`: tests share the cluster's CRDs, which `ensure_crds` applies, and only
-/// one release may own them), and `sets` (`--set` values, which win over these). Waits (`--wait`, 5 min) until every Deployment is
-/// available. Another test or `make up` may hold a port: a conflict is retried with another.
-/// Returns the node port.
+/// Installs the chart as `release` into `ns`, the front end Service a NodePort on a random free
+/// port that accepts [`NODE_IP`] as `Host`, without the CRDs (`crds.install=false`: tests share
+/// the cluster's CRDs, which `ensure_crds` applies, and only one release may own them), and
+/// `sets` (`--set` values, which win over these). The chart and images are the chart directory
+/// with the `dev` images, or, under `make release-test`, the pushed OCI chart with every image
+/// pinned by digest ([`Pushed`]). Waits (`--wait`, 5 min) until every Deployment is available.
+/// Another test or `make up` may hold a port: a conflict is retried with another. Returns the
+/// node port.
 pub fn install(ns: &str, release: &str, sets: &[&str]) -> u16 {
-    let chart = chart_dir();
-    let chart = chart.to_str().expect("UTF-8 path");
+    install_with(ns, release, sets, true)
+}
+
+/// [`install`] without waiting for the Deployments (a test of pods that never start).
+pub fn install_unready(ns: &str, release: &str, sets: &[&str]) -> u16 {
+    install_with(ns, release, sets, false)
+}
+
+fn install_with(ns: &str, release: &str, sets: &[&str], wait: bool) -> u16 {
+    let (chart, version, images) = match Pushed::from_env() {
+        Some(pushed) => {
+            let images = pushed.image_sets(&pushed.operator_digest);
+            (pushed.chart(), Some(pushed.chart_version), images)
+        }
+        None => {
+            let tag = image_tag();
+            let dir = chart_dir().to_str().expect("UTF-8 path").to_owned();
+            let images = ["operator.image", "frontend.image", "operator.bridgeImage"]
+                .map(|image| format!("{image}.tag={tag}"));
+            (dir, None, images.to_vec())
+        }
+    };
     for _ in 0..10 {
         let port: u16 = rand::rng().random_range(30100..=32700);
-        let node_port = format!("frontend.service.nodePort={port}");
-        let hosts = format!("frontend.config.allowedHosts={{{NODE_IP}}}");
-        let tag = image_tag();
-        let operator_tag = format!("operator.image.tag={tag}");
-        let frontend_tag = format!("frontend.image.tag={tag}");
-        let bridge_tag = format!("operator.bridgeImage.tag={tag}");
-        let base = [
-            "crds.install=false",
-            &operator_tag,
-            &frontend_tag,
-            &bridge_tag,
-            "frontend.service.type=NodePort",
-            &node_port,
-            &hosts,
-        ];
+        let mut values = vec!["crds.install=false".to_owned()];
+        values.extend(images.iter().cloned());
+        values.extend([
+            "frontend.service.type=NodePort".to_owned(),
+            format!("frontend.service.nodePort={port}"),
+            format!("frontend.config.allowedHosts={{{NODE_IP}}}"),
+        ]);
+        values.extend(sets.iter().map(|set| (*set).to_owned()));
         let mut args = vec![
             "upgrade",
             "--install",
             release,
-            chart,
+            &chart,
             "-n",
             ns,
-            "--wait",
             "--timeout",
             "5m",
         ];
-        for set in base.iter().chain(sets) {
-            args.extend(["--set", set]);
+        if wait {
+            args.push("--wait");
+        }
+        if let Some(version) = &version {
+            args.extend(["--version", version]);
+        }
+        for value in &values {
+            args.extend(["--set", value]);
         }
         let out = helm(&args);
         if out.status.success() {
@@ -130,7 +153,7 @@ pub fn install(ns: &str, release: &str, sets: &[&str]) -> u16 {
             ]);
             continue;
         }
-        panic!("helm install of {release} into {ns} failed:\n{text}");
+        panic!("helm install of {chart} as {release} into {ns} failed:\n{text}");
     }
     panic!("no free node port found in 10 tries");
 }
