@@ -121,7 +121,7 @@ fn install_with(ns: &str, release: &str, sets: &[&str], wait: bool) -> u16 {
             "upgrade",
             "--install",
             release,
-            &chart,
+            chart.as_str(),
             "-n",
             ns,
             "--timeout",
@@ -131,10 +131,10 @@ fn install_with(ns: &str, release: &str, sets: &[&str], wait: bool) -> u16 {
             args.push("--wait");
         }
         if let Some(version) = &version {
-            args.extend(["--version", version]);
+            args.extend(["--version", version.as_str()]);
         }
         for value in &values {
-            args.extend(["--set", value]);
+            args.extend(["--set", value.as_str()]);
         }
         let out = helm(&args);
         if out.status.success() {

@@ -133,7 +133,17 @@ async fn the_readme_install_runs_the_pushed_digests_passes_helm_test_and_complet
     );
 
     // README's check: `helm test mto -n mcp-system --logs`, the chart's default test pod.
-    let out = block_in_place(|| helm(&["test", README_RELEASE, "-n", ns, "--logs", "--timeout", "4m"]));
+    let out = block_in_place(|| {
+        helm(&[
+            "test",
+            README_RELEASE,
+            "-n",
+            ns,
+            "--logs",
+            "--timeout",
+            "4m",
+        ])
+    });
     let text = output_text(&out);
     println!("{text}");
     assert!(out.status.success(), "helm test failed:\n{text}");
@@ -151,13 +161,15 @@ async fn the_readme_install_runs_the_pushed_digests_passes_helm_test_and_complet
         "--audience",
         "mcp-task-operator",
     ]);
-    let forward = block_in_place(|| {
-        PortForward::start(ns, "mto-mcp-task-operator-mcp-frontend", 8080)
-    });
+    let forward =
+        block_in_place(|| PortForward::start(ns, "mto-mcp-task-operator-mcp-frontend", 8080));
     let mcp = Mcp::new(&format!("http://127.0.0.1:{}/mcp", forward.port)).with_token(token.trim());
     mcp.wait_for_tools(&["slow_compute"]).await;
     let id = mcp
-        .start_task("slow_compute", json!({ "seconds": 1, "label": "from-registry" }))
+        .start_task(
+            "slow_compute",
+            json!({ "seconds": 1, "label": "from-registry" }),
+        )
         .await;
     let done = mcp.wait_status(&id, "completed").await;
     assert!(done.to_string().contains("from-registry"), "result: {done}");
