@@ -18,7 +18,7 @@ pub fn clients_dir() -> PathBuf {
 /// This checkout's `tests/clients/<path>`.
 pub fn script(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("clients")
+        .join("../tests/clients")
         .join(path)
 }
 
