@@ -15,6 +15,7 @@ use mcp_task_operator_crds::{McpTask, McpTool};
 
 use crate::FIELD_MANAGER;
 use crate::config::Config;
+use crate::controller::mcp_task::admission::Admitted;
 use crate::controller::mcp_task::budget::WriteBudget;
 use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::Followers;
@@ -54,6 +55,9 @@ pub struct Context {
     last_writes: Mutex<HashMap<String, Instant>>,
     /// UIDs of the tasks whose terminal status this replica wrote, until its cache shows it.
     ended: Mutex<std::collections::HashSet<String>>,
+    /// The tasks this replica admitted past their tool's concurrency limit, until its cache
+    /// shows their Job (admission decisions are made one at a time).
+    pub admitted: Admitted,
 }
 
 impl std::fmt::Debug for Context {
@@ -90,6 +94,7 @@ impl Context {
             caches: OnceLock::new(),
             last_writes: Mutex::new(HashMap::new()),
             ended: Mutex::default(),
+            admitted: Admitted::default(),
         }
     }
 

@@ -1,5 +1,7 @@
 //! [`admit`]: the queue order and the slots, from tasks alone.
 
+use std::collections::HashSet;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTaskStatus, TaskStatus};
 
@@ -34,28 +36,43 @@ fn ended(mut t: McpTask) -> McpTask {
 fn the_first_tasks_up_to_the_limit_are_admitted_the_rest_queue_in_creation_order() {
     let (a, b, c) = (at("c-first", 1), at("a-second", 2), at("b-third", 3));
     let all = [a.clone(), b.clone(), c.clone()];
-    assert_eq!(admit(&a, 1, &all), Admission::Admit);
-    assert_eq!(admit(&b, 1, &all), Admission::Queued { ahead: 1 });
-    assert_eq!(admit(&c, 1, &all), Admission::Queued { ahead: 2 });
-    assert_eq!(admit(&b, 2, &all), Admission::Admit);
-    assert_eq!(admit(&c, 2, &all), Admission::Queued { ahead: 2 });
+    assert_eq!(admit(&a, 1, &all, &HashSet::new()), Admission::Admit);
+    assert_eq!(
+        admit(&b, 1, &all, &HashSet::new()),
+        Admission::Queued { ahead: 1 }
+    );
+    assert_eq!(
+        admit(&c, 1, &all, &HashSet::new()),
+        Admission::Queued { ahead: 2 }
+    );
+    assert_eq!(admit(&b, 2, &all, &HashSet::new()), Admission::Admit);
+    assert_eq!(
+        admit(&c, 2, &all, &HashSet::new()),
+        Admission::Queued { ahead: 2 }
+    );
 }
 
 #[test]
 fn the_same_second_orders_by_name() {
     let (x, y) = (at("xx", 5), at("yy", 5));
     let all = [y.clone(), x.clone()];
-    assert_eq!(admit(&x, 1, &all), Admission::Admit);
-    assert_eq!(admit(&y, 1, &all), Admission::Queued { ahead: 1 });
+    assert_eq!(admit(&x, 1, &all, &HashSet::new()), Admission::Admit);
+    assert_eq!(
+        admit(&y, 1, &all, &HashSet::new()),
+        Admission::Queued { ahead: 1 }
+    );
 }
 
 #[test]
 fn a_running_task_holds_its_slot_until_it_ends() {
     let (a, b) = (at("a", 1), at("b", 2));
     let holding = [running(a.clone()), b.clone()];
-    assert_eq!(admit(&b, 1, &holding), Admission::Queued { ahead: 0 });
+    assert_eq!(
+        admit(&b, 1, &holding, &HashSet::new()),
+        Admission::Queued { ahead: 0 }
+    );
     let freed = [ended(a), b.clone()];
-    assert_eq!(admit(&b, 1, &freed), Admission::Admit);
+    assert_eq!(admit(&b, 1, &freed, &HashSet::new()), Admission::Admit);
 }
 
 #[test]
@@ -63,7 +80,10 @@ fn a_later_running_task_holds_a_slot_too() {
     // Admitted under a larger limit, say: it still counts against the new one.
     let (a, b) = (at("a", 1), at("b", 2));
     let all = [a.clone(), running(b)];
-    assert_eq!(admit(&a, 1, &all), Admission::Queued { ahead: 0 });
+    assert_eq!(
+        admit(&a, 1, &all, &HashSet::new()),
+        Admission::Queued { ahead: 0 }
+    );
 }
 
 #[test]
@@ -80,13 +100,16 @@ fn a_cancelled_queued_task_and_other_tools_tasks_take_no_place() {
     let mut other_ns = running(at("n", 0));
     other_ns.metadata.namespace = Some("elsewhere".to_owned());
     let all = [cancelled, other_tool, other_ns, b.clone()];
-    assert_eq!(admit(&b, 1, &all), Admission::Admit);
+    assert_eq!(admit(&b, 1, &all, &HashSet::new()), Admission::Admit);
 }
 
 #[test]
 fn the_task_itself_in_any_version_is_not_counted() {
     let a = at("a", 1);
-    assert_eq!(admit(&a, 1, &[running(a.clone())]), Admission::Admit);
+    assert_eq!(
+        admit(&a, 1, &[running(a.clone())], &HashSet::new()),
+        Admission::Admit
+    );
 }
 
 #[test]
@@ -95,4 +118,47 @@ fn queued_of_tool_lists_the_waiting_tasks_only() {
     let all = [running(a.clone()), b.clone(), ended(c)];
     let names: Vec<String> = queued_of_tool(&a, &all).map(|t| t.name_any()).collect();
     assert_eq!(names, ["b"]);
+}
+
+#[test]
+fn a_task_admitted_here_holds_its_slot_before_the_cache_shows_its_job() {
+    let (a, b, c) = (at("a", 1), at("b", 2), at("c", 3));
+    let admitted = Admitted::default();
+    // Two reconciles read the same cache, where no Job is recorded yet: one slot, one admitted.
+    let cache = [a.clone(), b.clone(), c.clone()];
+    assert_eq!(admitted.decide(&a, 1, &cache), Admission::Admit);
+    assert_eq!(
+        admitted.decide(&b, 1, &cache),
+        Admission::Queued { ahead: 0 }
+    );
+    // Admitted again while its Job is on its way.
+    assert_eq!(admitted.decide(&a, 1, &cache), Admission::Admit);
+    // The cache shows a's Job: the slot is a's all the same.
+    let recorded = [running(a.clone()), b.clone(), c.clone()];
+    assert_eq!(
+        admitted.decide(&b, 1, &recorded),
+        Admission::Queued { ahead: 0 }
+    );
+    // a ended: b takes the slot, c still waits.
+    let freed = [ended(a), b.clone(), c.clone()];
+    assert_eq!(admitted.decide(&b, 1, &freed), Admission::Admit);
+    assert_eq!(
+        admitted.decide(&c, 1, &freed),
+        Admission::Queued { ahead: 0 }
+    );
+}
+
+#[test]
+fn a_task_admitted_here_that_the_cache_has_not_seen_holds_a_slot() {
+    let (a, b) = (at("a", 1), at("b", 2));
+    let pending = HashSet::from(["uid-a".to_owned()]);
+    assert_eq!(
+        admit(&b, 1, &[b.clone()], &pending),
+        Admission::Queued { ahead: 0 }
+    );
+    assert_eq!(admit(&b, 2, &[b.clone()], &pending), Admission::Admit);
+    assert_eq!(
+        admit(&b, 1, &[a, b.clone()], &pending),
+        Admission::Queued { ahead: 0 }
+    );
 }

@@ -1,6 +1,6 @@
 //! Step 3a, the tool's concurrency limit: before a task's Job is first recorded, [`check`]
-//! says whether the task must wait for a slot ([`admission::admit`] decides, over the tasks
-//! the controller's cache holds); [`wake`] looks again at the queued tasks of a tool when one
+//! says whether the task must wait for a slot ([`admission::Admitted::decide`], over the tasks
+//! the controller's cache holds and those this replica admitted); [`wake`] looks again at the queued tasks of a tool when one
 //! of its tasks ends, so a freed slot is taken at once.
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub async fn check(task: &McpTask, tool: Option<&McpTool>, ctx: &Context) -> Res
     let cached = cached_tasks(ctx);
     let in_cache = tasks_of(&cached).any(|t| t.uid() == task.uid());
     let admission = match in_cache {
-        true => admission::admit(task, limit, tasks_of(&cached)),
+        true => ctx.admitted.decide(task, limit, tasks_of(&cached)),
         // The cache has not seen the task yet (it is still syncing): ask the API server.
         false => {
             let namespace = task.namespace().unwrap_or_default();
@@ -39,7 +39,7 @@ pub async fn check(task: &McpTask, tool: Option<&McpTool>, ctx: &Context) -> Res
                 .await
                 .map_err(|e| Error::kube(KubeOp::List, "McpTask", &namespace, e))?;
             let tasks: Vec<McpTask> = list.items.into_iter().filter_map(|g| g.0.ok()).collect();
-            admission::admit(task, limit, &tasks)
+            ctx.admitted.decide(task, limit, &tasks)
         }
     };
     Ok(match admission {
