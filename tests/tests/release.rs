@@ -81,13 +81,11 @@ impl PortForward {
             .stdout(Stdio::piped())
             .spawn()
             .expect("kubectl port-forward starts");
-        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         // "Forwarding from 127.0.0.1:41234 -> 8080"
-        let line = BufReader::new(stdout)
-            .lines()
-            .next()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let line = lines.next().and_then(Result::ok).unwrap_or_default();
+        // It prints a line per connection: keep reading, or its next write kills it (SIGPIPE).
+        std::thread::spawn(move || lines.for_each(drop));
         let local = line
             .strip_prefix("Forwarding from 127.0.0.1:")
             .and_then(|rest| rest.split(' ').next())
