@@ -3,9 +3,7 @@
 # (target `tool_output`) with cargo-fuzz (libFuzzer, AddressSanitizer).
 #
 #   hack/fuzz.sh                  1,000,000 executions per target (make fuzz)
-#   FUZZ_SECONDS=25 FUZZ_PROFILE=dev hack/fuzz.sh
-#                                 at most 25 s per target on an unoptimized build (make
-#                                 fuzz-smoke, run by make test)
+#   FUZZ_SECONDS=25 hack/fuzz.sh  at most 25 s per target (make fuzz-smoke, run by make test)
 #   hack/fuzz.sh request          one target only
 #
 # Works from crates.io alone: cargo-fuzz is installed into $MTO_CACHE/cargo-fuzz when missing;
@@ -21,14 +19,6 @@ MTO_CACHE=${MTO_CACHE:-$HOME/.cache/mcp-task-operator}
 FUZZ_RUNS=${FUZZ_RUNS:-1000000}
 FUZZ_SECONDS=${FUZZ_SECONDS:-}
 FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-$MTO_CACHE/fuzz-target}
-# cargo-fuzz builds `release` with one codegen unit by default: the fastest fuzzing, and on two
-# cores a cold build of about 20 minutes. `dev` (unoptimized, debug assertions on, AddressSanitizer
-# all the same) builds in a fraction of that and is what a 25-second smoke run needs.
-case ${FUZZ_PROFILE:-release} in
-  release) profile=() ;; # cargo-fuzz's default: optimized, with debug assertions
-  dev) profile=(--dev) ;;
-  *) echo "FUZZ_PROFILE is release or dev, not ${FUZZ_PROFILE}" >&2; exit 2 ;;
-esac
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(request tool_output)
 
@@ -60,7 +50,7 @@ for target in "${targets[@]}"; do
   # First corpus dir is written (scratch), the second only read (the committed seeds).
   # libFuzzer's line per new input (NEW, REDUCE, pulse) is left out; the rest, a crash
   # report and the final stats included, is shown.
-  cargo "${toolchain[@]}" fuzz run "${profile[@]}" --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" "$target" \
+  cargo "${toolchain[@]}" fuzz run --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" "$target" \
     "$scratch" "fuzz/corpus/$target" -- \
     "${limit[@]}" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 |
     grep --line-buffered -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)[[:space:]]'
