@@ -152,11 +152,12 @@ fn a_task_admitted_here_holds_its_slot_before_the_cache_shows_its_job() {
 fn a_task_admitted_here_that_the_cache_has_not_seen_holds_a_slot() {
     let (a, b) = (at("a", 1), at("b", 2));
     let pending = HashSet::from(["uid-a".to_owned()]);
+    let only_b = std::slice::from_ref(&b);
     assert_eq!(
-        admit(&b, 1, &[b.clone()], &pending),
+        admit(&b, 1, only_b, &pending),
         Admission::Queued { ahead: 0 }
     );
-    assert_eq!(admit(&b, 2, &[b.clone()], &pending), Admission::Admit);
+    assert_eq!(admit(&b, 2, only_b, &pending), Admission::Admit);
     assert_eq!(
         admit(&b, 1, &[a, b.clone()], &pending),
         Admission::Queued { ahead: 0 }
