@@ -13,11 +13,11 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpServer, McpTool, TaskStatus};
+use mcp_task_operator_harness::mcp_servers::start_operator;
 use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, answer, create_task, ensure_example_images, request_cancel,
     result_text, wait_status, wait_task, wait_terminal,
 };
-use mcp_task_operator_harness::stack::image_tag;
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
@@ -28,15 +28,7 @@ const DISCOVERY: &str = "--timeout=180s";
 async fn start(client: &Client, ns: &str) -> Operator {
     ensure_crds(client).await;
     block_in_place(ensure_example_images);
-    let bridge = format!("localhost/mcp-bridge:{}", image_tag());
-    let operator = Operator::start(
-        ns,
-        &format!("{ns}-lease"),
-        "operator-0",
-        &[("BRIDGE_IMAGE", &bridge)],
-    )
-    .await;
-    operator.wait_leading().await;
+    let operator = start_operator(ns).await;
     block_in_place(|| {
         for file in [
             "examples/mcp-servers/everything.yaml",
@@ -148,14 +140,7 @@ async fn real_mcp_servers_become_task_tools_that_report_progress_ask_and_stop() 
 async fn a_server_that_cannot_start_is_not_ready_and_says_why() {
     with_temp_ns("mcp-server-bad", |client, ns| async move {
         ensure_crds(&client).await;
-        let bridge = format!("localhost/mcp-bridge:{}", image_tag());
-        let _operator = Operator::start(
-            &ns,
-            &format!("{ns}-lease"),
-            "operator-0",
-            &[("BRIDGE_IMAGE", &bridge)],
-        )
-        .await;
+        let _operator = start_operator(&ns).await;
         let servers: Api<McpServer> = Api::namespaced(client.clone(), &ns);
         let broken: McpServer = serde_json::from_value(json!({
             "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
