@@ -29,6 +29,11 @@ have_rust() {
     --format '{{index .OCIv1.Config.Labels "io.mcp-task-operator.host-ca"}}' "$RUST" 2>/dev/null)" = "$HOST_CA_SUM" ]
 }
 
+# One maker at a time (make test makes them in the background, hack/prebuild.sh, while the
+# release tier may get here): the second waits and finds them made.
+exec 9>"$BUILDAH_DIR/.base-images.lock"
+flock 9
+
 if ! have "$DEBIAN"; then
   command -v mmdebstrap >/dev/null || apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
   t0=$(date +%s)

@@ -8,13 +8,13 @@ set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
 TAG=${IMAGE_TAG:-dev}
-# PROFILE=debug packages the debug build the integration tests already compiled.
+# PROFILE=debug packages the debug build of hack/build-debug.sh, which the tiers run anyway.
 PROFILE=${PROFILE:-release}
 cd "$REPO_ROOT"
 if [ "$PROFILE" = release ]; then
   cargo build --release --locked --bin mcp-task-operator --bin mcp-task-frontend
 else
-  cargo build --locked --bin mcp-task-operator --bin mcp-task-frontend
+  "$HACK/build-debug.sh"
 fi
 TARGET=${CARGO_TARGET_DIR:-$REPO_ROOT/target}/$PROFILE
 for bin in mcp-task-operator mcp-task-frontend; do

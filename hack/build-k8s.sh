@@ -12,15 +12,27 @@ set -euo pipefail
 OUT="$MTO_BIN"
 BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd helm)
 missing=()
-for b in "${BINS[@]}"; do [ -x "$OUT/$b" ] || missing+=("$b"); done
-if [ ${#missing[@]} -eq 0 ]; then
+find_missing() {
+  missing=()
+  for b in "${BINS[@]}"; do [ -x "$OUT/$b" ] || missing+=("$b"); done
+  [ ${#missing[@]} -gt 0 ]
+}
+if ! find_missing; then
+  echo "k8s binaries cached in $OUT"
+  exit 0
+fi
+# One build at a time (make test builds these in the background, hack/prebuild.sh, and
+# cluster-up may get here meanwhile): the second caller waits and finds them built.
+mkdir -p "$OUT"
+exec 9>"$OUT/.lock"
+flock 9
+if ! find_missing; then
   echo "k8s binaries cached in $OUT"
   exit 0
 fi
 echo "building ${missing[*]} into $OUT (cold: about 10 min on 2 cores, module download included)"
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-mkdir -p "$OUT"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 cd "$W"
@@ -57,12 +69,20 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDF="$LDF -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR"
   LDF="$LDF -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
+# One `go build` of all six: their shared packages are compiled once and the links run side by
+# side; the binaries land in a scratch folder, then move into place.
+cmds=()
 for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
-  [ -x "$OUT/$c" ] && continue
-  go build -p 2 -trimpath -ldflags "$LDF" -o "$OUT/$c.tmp" "k8s.io/kubernetes/cmd/$c"
-  mv "$OUT/$c.tmp" "$OUT/$c"
-  echo "built $c"
+  [ -x "$OUT/$c" ] || cmds+=("k8s.io/kubernetes/cmd/$c")
 done
+if [ ${#cmds[@]} -gt 0 ]; then
+  mkdir "$W/bin"
+  go build -trimpath -ldflags "$LDF" -o "$W/bin/" "${cmds[@]}"
+  for p in "${cmds[@]}"; do
+    mv "$W/bin/${p##*/}" "$OUT/${p##*/}"
+    echo "built ${p##*/}"
+  done
+fi
 
 # etcd at the version Kubernetes itself pins (3.6.x for 1.34); the package path ends in /v3, so
 # the output name is given explicitly.

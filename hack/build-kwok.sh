@@ -19,10 +19,7 @@ HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
 . "$HACK/gomod.sh"
 
-if [ -x "$KWOK_BIN" ]; then
-  echo "kwok $KWOK_VERSION cached in $KWOK_BIN"
-  exit 0
-fi
+reuse_or_lock "$KWOK_BIN" "kwok $KWOK_VERSION cached in $KWOK_BIN"
 echo "building kwok $KWOK_VERSION into $KWOK_BIN (cold: about 10 min on 2 cores)"
 W=$(mktemp -d)
 trap 'chmod -R u+w "$W"; rm -rf "$W"' EXIT

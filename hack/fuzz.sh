@@ -5,6 +5,7 @@
 #   hack/fuzz.sh                  1,000,000 executions per target (make fuzz)
 #   FUZZ_SECONDS=25 hack/fuzz.sh  at most 25 s per target (make fuzz-smoke, run by make test)
 #   hack/fuzz.sh request          one target only
+#   FUZZ_BUILD_ONLY=1 hack/fuzz.sh  builds the targets, runs nothing (hack/prebuild.sh)
 #
 # Works from crates.io alone: cargo-fuzz is installed into $MTO_CACHE/cargo-fuzz when missing;
 # the nightly toolchain is used when rustup has one, else stable with RUSTC_BOOTSTRAP=1 (the
@@ -40,6 +41,16 @@ else
 fi
 # The Makefile exports the workspace's target dir; the fuzz build must not share it.
 unset CARGO_TARGET_DIR
+# cargo-fuzz's optimized build with 16 codegen units per crate instead of its default of one: a
+# cold build took 13.2 min instead of 18.1 on two cores, and the targets ran as many inputs per
+# second (request 119,574 and tool_output 53,632 in 26 s, against 127,454 and 52,377).
+build=(--fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" --codegen-units 16)
+if [ -n "${FUZZ_BUILD_ONLY:-}" ]; then
+  for target in "${targets[@]}"; do
+    cargo "${toolchain[@]}" fuzz build "${build[@]}" "$target"
+  done
+  exit 0
+fi
 
 for target in "${targets[@]}"; do
   scratch="$MTO_CACHE/fuzz-corpus/$target"
@@ -50,7 +61,7 @@ for target in "${targets[@]}"; do
   # First corpus dir is written (scratch), the second only read (the committed seeds).
   # libFuzzer's line per new input (NEW, REDUCE, pulse) is left out; the rest, a crash
   # report and the final stats included, is shown.
-  cargo "${toolchain[@]}" fuzz run --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" "$target" \
+  cargo "${toolchain[@]}" fuzz run "${build[@]}" "$target" \
     "$scratch" "fuzz/corpus/$target" -- \
     "${limit[@]}" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 |
     grep --line-buffered -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)[[:space:]]'

@@ -63,6 +63,9 @@ cleanup() {
 }
 trap cleanup EXIT
 { echo "REGISTRY=$REGISTRY"; printf '%s\n' "$block" | tail -n +2; } >"$MTO_STATE/release-block.sh"
+# `make test` builds the same images in the background first (hack/prebuild.sh): wait for it.
+exec 8>"$BUILDAH_DIR/.images.lock"
+flock 8
 echo "release-test: README's block with REGISTRY=$REGISTRY"
 bash -euo pipefail "$MTO_STATE/release-block.sh" >"$MTO_STATE/logs/release-block.log" 2>&1 || {
   tail -n 60 "$MTO_STATE/logs/release-block.log" >&2

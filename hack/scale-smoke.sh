@@ -10,7 +10,7 @@ cd "$REPO_ROOT"
 export PATH=$MTO_BIN:$PATH KUBECONFIG=$MTO_STATE/kubeconfig
 TARGET=${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug
 
-cargo build --locked --bin mcp-task-operator
+"$HACK/build-debug.sh"
 if ! "$HACK/kwok.sh" status 2>/dev/null | grep -q "kwok runs"; then
   trap '"$HACK/kwok.sh" stop' EXIT
 fi
