@@ -23,12 +23,17 @@ FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-$MTO_CACHE/fuzz-target}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(request tool_output)
 
-# cargo-fuzz, pinned by its own lock file, in a cache root of ours.
+# cargo-fuzz, pinned by its own lock file, in a cache root of ours; one install at a time
+# (hack/prebuild.sh may be installing it when make fuzz-smoke starts).
 export PATH="$MTO_CACHE/cargo-fuzz/bin:$PATH"
+mkdir -p "$MTO_CACHE"
+exec 7>"$MTO_CACHE/.cargo-fuzz.lock"
+flock 7
 if ! command -v cargo-fuzz >/dev/null; then
   echo "fuzz: installing cargo-fuzz into $MTO_CACHE/cargo-fuzz" >&2
   cargo install cargo-fuzz --locked --root "$MTO_CACHE/cargo-fuzz"
 fi
+flock -u 7
 
 toolchain=()
 if [ "${FUZZ_TOOLCHAIN:-}" != stable ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then

@@ -14,7 +14,8 @@
 # The registry serves TLS from the cluster's CA: buildah and helm trust it through SSL_CERT_FILE
 # (hack/release-env.sh), as users' tools trust their registry; no insecure or plain-HTTP flag.
 # README's release owns the CRDs, so the cluster must not have them from elsewhere: `make test`
-# runs this right after `cluster-up`. Prints the time each step took.
+# gives this a cluster of its own (`make cluster-down cluster-up release-test`). Prints the time
+# each step took.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
