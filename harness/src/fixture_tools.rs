@@ -204,14 +204,7 @@ pub fn fixture_script() -> Script {
                 ])),
             },
             "test_tool_with_task" => {
-                let name = task
-                    .spec
-                    .start_input_responses
-                    .as_ref()
-                    .and_then(|r| r.get("user_name"))
-                    .and_then(|r| r["content"]["name"].as_str())
-                    .unwrap_or("anonymous")
-                    .to_owned();
+                let name = user_name(task, "anonymous");
                 if cancel {
                     Step::cancelled()
                 } else if elapsed < Duration::from_secs(1) {
@@ -225,6 +218,17 @@ pub fn fixture_script() -> Script {
             _ => Step::working("running"),
         }
     })
+}
+
+/// The name the caller gave in the `user_name` input response the task started with, else
+/// `default`.
+fn user_name<'a>(task: &'a McpTask, default: &'a str) -> &'a str {
+    task.spec
+        .start_input_responses
+        .as_ref()
+        .and_then(|r| r.get("user_name"))
+        .and_then(|r| r["content"]["name"].as_str())
+        .unwrap_or(default)
 }
 
 /// A 1x1 red PNG.
@@ -274,14 +278,7 @@ fn core_fixture_step(task: &McpTask, cancel: bool) -> Step {
             Step::completed("This tool intentionally returns an error for testing", true)
         }
         "test_input_required_result_elicitation" => {
-            let name = task
-                .spec
-                .start_input_responses
-                .as_ref()
-                .and_then(|r| r.get("user_name"))
-                .and_then(|r| r["content"]["name"].as_str())
-                .unwrap_or("stranger")
-                .to_owned();
+            let name = user_name(task, "stranger");
             Step::completed(&format!("Hello, {name}!"), false)
         }
         "test_custom_headers" => Step::completed(

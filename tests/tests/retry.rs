@@ -17,8 +17,10 @@ use mcp_task_operator_harness::operator::{
 };
 use serde_json::json;
 
-/// Says it started, works five seconds, returns.
-const WORKS: &str = r#"echo '{"mcp":"status","message":"started"}'; sleep 5; echo '{"mcp":"result","result":{"content":[{"type":"text","text":"finished"}]}}'"#;
+/// Says it started, works 20 seconds, returns. The test evicts the pod once it sees "started":
+/// the 20 s are for that eviction to land while the pod still works, on a loaded machine too (with
+/// 5 s, a cold `make test`, building in the background, evicted a pod that had already finished).
+const WORKS: &str = r#"echo '{"mcp":"status","message":"started"}'; sleep 20; echo '{"mcp":"result","result":{"content":[{"type":"text","text":"finished"}]}}'"#;
 
 async fn pods_of(client: &Client, ns: &str, job: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
