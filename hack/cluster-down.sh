@@ -26,6 +26,11 @@ kill_pidfile() {
 for c in registry kwok kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
   kill_pidfile "$c"
 done
+# The inotify limit kwok raised while it ran (hack/kwok.sh), put back.
+if [ -f "$D/kwok-inotify.orig" ]; then
+  cat "$D/kwok-inotify.orig" >/proc/sys/fs/inotify/max_user_instances 2>/dev/null || true
+  rm -f "$D/kwok-inotify.orig"
+fi
 
 # Pod processes: every process in the kubelet's kubepods cgroups is a container of ours.
 kubepods_dirs() { find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/unified/kubepods -maxdepth 0 -type d 2>/dev/null; }

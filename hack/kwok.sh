@@ -87,8 +87,37 @@ render_config() {
   } >"$out"
 }
 
+# Each followed log of a fake pod holds one inotify instance in kwok (the kubelet's log reader,
+# which kwok runs, watches the log file), and every fake node is this one process: past the
+# kernel's per-user limit (fs.inotify.max_user_instances, 128 by default, shared with the real
+# kubelet and containerd) a follow request fails and the operator reads the log again and again,
+# where a real node (at most 110 pods) would keep the stream open. So the limit is raised to
+# INOTIFY_INSTANCES while kwok runs, and the old value put back when it stops.
+INOTIFY_INSTANCES=${KWOK_INOTIFY_INSTANCES:-16384}
+INOTIFY_LIMIT=/proc/sys/fs/inotify/max_user_instances
+
+raise_inotify_limit() {
+  local current
+  current=$(cat "$INOTIFY_LIMIT" 2>/dev/null) || return 0
+  [ "$current" -lt "$INOTIFY_INSTANCES" ] || return 0
+  [ -f "$D/kwok-inotify.orig" ] || echo "$current" >"$D/kwok-inotify.orig"
+  if echo "$INOTIFY_INSTANCES" >"$INOTIFY_LIMIT" 2>/dev/null; then
+    echo "kwok: fs.inotify.max_user_instances $current -> $INOTIFY_INSTANCES while it runs"
+  else
+    echo "kwok: cannot raise fs.inotify.max_user_instances ($current): followed logs of more" \
+      "than about $((current - 16)) fake pods at once will be cut short" >&2
+  fi
+}
+
+restore_inotify_limit() {
+  [ -f "$D/kwok-inotify.orig" ] || return 0
+  cat "$D/kwok-inotify.orig" >"$INOTIFY_LIMIT" 2>/dev/null || true
+  rm -f "$D/kwok-inotify.orig"
+}
+
 start_process() {
   mkdir -p "$D/logs" "$K/tmp"
+  raise_inotify_limit
   echo "==== started by kwok.sh at $(date -u +%FT%TZ)" >>"$D/logs/kwok.log"
   # A session of its own: kwok outlives the (test) process that started it. TMPDIR holds the
   # fake containers' rendered logs.
@@ -111,11 +140,12 @@ start_process() {
 
 stop_process() {
   local pid
-  pid=$(running_pid) || { rm -f "$D/pids/kwok.pid"; return 0; }
+  pid=$(running_pid) || { rm -f "$D/pids/kwok.pid"; restore_inotify_limit; return 0; }
   kill -TERM "$pid"
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   kill -KILL "$pid" 2>/dev/null || true
   rm -f "$D/pids/kwok.pid"
+  restore_inotify_limit
   echo "kwok stopped (was $pid)"
 }
 

@@ -88,6 +88,38 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Established TCP connections a process holds (its socket descriptors, looked up in its
+/// network namespace's `/proc/<pid>/net/tcp` and `tcp6`), if it runs.
+pub fn tcp_connections(pid: u32) -> Option<usize> {
+    let sockets: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let mut established = 0;
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        // Columns: sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...; 01 is
+        // ESTABLISHED.
+        established += text
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|cols| cols.get(3) == Some(&"01"))
+            .filter(|cols| cols.get(9).is_some_and(|inode| sockets.contains(*inode)))
+            .count();
+    }
+    Some(established)
+}
+
 /// The PID `hack/cluster-up.sh` recorded for a cluster component, if the file exists.
 pub fn component_pid(component: &str) -> Option<u32> {
     let state = std::env::var("MTO_STATE")

@@ -98,6 +98,13 @@ impl Context {
         }
     }
 
+    /// The same context, its log followers reading through `logs`.
+    #[must_use]
+    pub fn with_log_clients(mut self, logs: crate::log_clients::LogClients) -> Self {
+        self.followers = self.followers.with_log_clients(logs);
+        self
+    }
+
     /// The same context, recording its reconciles in `liveness` (the probe server's).
     #[must_use]
     pub fn with_liveness(mut self, liveness: Arc<Liveness>) -> Self {

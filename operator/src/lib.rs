@@ -16,6 +16,7 @@ pub mod http;
 pub mod leader;
 pub mod liveness;
 pub mod lock;
+pub mod log_clients;
 pub mod metrics;
 pub mod policy;
 pub mod state;

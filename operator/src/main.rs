@@ -10,6 +10,7 @@ use mcp_task_operator::config::Config;
 use mcp_task_operator::context::Context;
 use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
 use mcp_task_operator::liveness::Liveness;
+use mcp_task_operator::log_clients::LogClients;
 use mcp_task_operator::state::State;
 use mcp_task_operator::{deadline, http, leader};
 use mcp_task_operator_crds::{McpTask, McpTool};
@@ -52,11 +53,15 @@ async fn run() -> Result<(), BoxError> {
         }
     });
 
-    let client = deadline::client(
-        kube::Config::infer().await?,
+    let kube_config = kube::Config::infer().await?;
+    let client = deadline::client(kube_config.clone(), config.api_timeout, state.metrics())?;
+    let log_clients = LogClients::http2(
+        kube_config,
+        config.scale.log_streams_per_connection,
+        client.clone(),
         config.api_timeout,
         state.metrics(),
-    )?;
+    );
     // An answer that the CRDs are missing or unreadable is a set-up error: say so and stop. An
     // API server that does not answer (restarting, unreachable) is waited for, not-ready.
     loop {
@@ -94,7 +99,8 @@ async fn run() -> Result<(), BoxError> {
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(
         Context::new(client.clone(), state.metrics(), config.clone(), trigger)
-            .with_liveness(Arc::clone(&liveness)),
+            .with_liveness(Arc::clone(&liveness))
+            .with_log_clients(log_clients),
     );
     let controllers = futures::future::join3(
         mcp_task::run(

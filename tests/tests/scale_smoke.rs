@@ -14,6 +14,7 @@ use futures::StreamExt;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_harness::faults::{rss_kib, tcp_connections};
 use mcp_task_operator_harness::kwok::{
     NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, ensure_fake_nodes, fake_pod_template,
 };
@@ -39,6 +40,11 @@ const CONCURRENCY: usize = 32;
 /// so the follower reads again once per line: a constant per task). Before them about 15.7: a
 /// LIST of pods per stream end and a LIST of Events per reconcile of a starting task.
 const MAX_REQUESTS_PER_TASK: f64 = 14.0;
+/// The operator's TCP connections may not exceed this while the tasks run: the API calls of
+/// its reconciles (`MCP_OPERATOR_MAX_RECONCILES`, 32) and watches over HTTP/1.1, and the
+/// followed logs over HTTP/2, 80 on a connection (`operator/src/log_clients.rs`). With a
+/// connection per followed log (HTTP/1.1) it is over 100 at 150 tasks.
+const MAX_CONNECTIONS: usize = 60;
 /// Leader-election timing loose enough for a machine whose API server is slow under load: the
 /// smoke run measures requests, not failovers.
 const LEASE: [(&str, &str); 3] = [
@@ -76,6 +82,15 @@ fn requests(metrics: &str) -> BTreeMap<(String, String), f64> {
     counts
 }
 
+/// Whether `task` runs its tool: not ended, and its status shows a line of the script.
+fn following(task: &McpTask) -> bool {
+    let message = task
+        .status
+        .as_ref()
+        .and_then(|s| s.status_message.as_deref());
+    !task.is_terminal() && message.is_some_and(|m| m.starts_with("fleet: "))
+}
+
 /// Whether a request series is one the bound leaves out: status writes (under their own
 /// budget), Events (one per transition) and Lease renewals (by time, not by task).
 fn left_out((verb, resource): &(String, String)) -> bool {
@@ -97,6 +112,7 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
         ensure_crds(&client).await;
         let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &LEASE).await;
         operator.wait_leading().await;
+        let idle_rss = rss_kib(operator.pid()).unwrap_or_default();
         let template = fake_pod_template(TOOL, json!({RUN_FOR_ANNOTATION: RUN_FOR}));
         let spec = json!({"ttlMs": 3_600_000, "template": template});
         create_tool(
@@ -119,11 +135,19 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
             .await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();
+        // The most tasks seen running their tool at once (their status shows a line of the
+        // script), and the most TCP connections the operator held then.
+        let (mut most_running, mut most_connections, mut most_rss) = (0, 0, 0);
         let ended = loop {
             let list = tasks
                 .list(&ListParams::default())
                 .await
                 .expect("list tasks");
+            let running = list.items.iter().filter(|t| following(t)).count();
+            most_running = most_running.max(running);
+            most_rss = most_rss.max(rss_kib(operator.pid()).unwrap_or_default());
+            most_connections =
+                most_connections.max(tcp_connections(operator.pid()).unwrap_or_default());
             let ended: Vec<McpTask> = list
                 .items
                 .into_iter()
@@ -188,6 +212,23 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
              bounded, {:.2} in all; by series: {}",
             per_task(&|_| true),
             shown.join(", ")
+        );
+        eprintln!(
+            "scale-smoke: at most {most_running} tasks running at once; the operator held at \
+             most {most_connections} TCP connections and {} MiB (VmRSS; {} MiB idle)",
+            most_rss / 1024,
+            idle_rss / 1024
+        );
+        assert!(
+            most_running >= count / 2,
+            "only {most_running} of {count} tasks were seen running at once: too few to tell \
+             how the operator's connections grow"
+        );
+        assert!(
+            most_connections <= MAX_CONNECTIONS,
+            "the operator held {most_connections} TCP connections with {most_running} tasks \
+             running (bound {MAX_CONNECTIONS}): are its log streams multiplexed over HTTP/2 \
+             (MCP_OPERATOR_LOG_STREAMS_PER_CONNECTION)?"
         );
         assert!(
             bounded <= MAX_REQUESTS_PER_TASK,

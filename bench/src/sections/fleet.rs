@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::TaskStatus;
+use mcp_task_operator_harness::faults::tcp_connections;
 use mcp_task_operator_harness::frontend::{Frontend, UNLIMITED};
 use mcp_task_operator_harness::kwok::{NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, fake_pod_template};
 use mcp_task_operator_harness::mcp_client::Mcp;
@@ -123,6 +124,7 @@ pub async fn run(
     let limit = called.elapsed() + RUN_FOR + SLACK;
     let mut peak_rss = idle_rss;
     let mut rss_at_peak_running = (0, idle_rss[0]);
+    let mut most_connections = 0;
     loop {
         let (ended, running) = watch.read(|s| (s.ended.len(), s.running_now()));
         let operator_rss = resident_mib(pids[0])?.0;
@@ -130,6 +132,7 @@ pub async fn run(
             peak_rss[0].max(operator_rss),
             peak_rss[1].max(resident_mib(pids[1])?.0),
         ];
+        most_connections = most_connections.max(tcp_connections(pids[0]).unwrap_or_default());
         if running > rss_at_peak_running.0 {
             rss_at_peak_running = (running, operator_rss);
         }
@@ -222,7 +225,8 @@ pub async fn run(
         ),
         format!("{} ({} bare)", tasks.peak_running, jobs.peak_running),
         format!(
-            "{:.0} MiB (idle {:.0}; {per_running:.1} KiB per running task)",
+            "{:.0} MiB (idle {:.0}; {per_running:.1} KiB per running task; at most \
+             {most_connections} TCP connections)",
             peak_rss[0], idle_rss[0]
         ),
         format!("{:.0} MiB (idle {:.0})", peak_rss[1], idle_rss[1]),

@@ -1,5 +1,5 @@
 //! The settings that bound the operator's work at scale: status writes, finished Jobs kept,
-//! log followers started at once.
+//! log followers started at once, followed logs per connection.
 
 use std::time::Duration;
 
@@ -10,6 +10,8 @@ use crate::controller::mcp_task::budget::MAX_WRITES_PER_SECOND;
 pub const MAX_FOLLOWER_STARTS: usize = 10_000;
 /// Most McpTask reconciles [`Scale::max_reconciles`] may allow in flight at once.
 pub const MAX_RECONCILES: u16 = 1024;
+/// Most followed logs [`Scale::log_streams_per_connection`] may put on one connection.
+pub const MAX_LOG_STREAMS_PER_CONNECTION: u16 = 1000;
 
 /// Bounds on the operator's work at scale.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,12 @@ pub struct Scale {
     /// to 1024). Each is a few short API calls, so with the API server's latency this bounds
     /// how fast new tasks get their Jobs; each in flight holds its task and a few KiB.
     pub max_reconciles: u16,
+    /// Most followed logs on one HTTP/2 connection to the API server
+    /// (`MCP_OPERATOR_LOG_STREAMS_PER_CONNECTION`, default 80, 0 to 1000; `log_clients.rs`).
+    /// Keep it below the API server's `--http2-max-streams-per-connection` (100 by default):
+    /// streams past the server's limit wait for a free one. 0 reads each log over its own
+    /// HTTP/1.1 connection, for an API server (or a proxy in front of it) without HTTP/2.
+    pub log_streams_per_connection: u16,
 }
 
 impl Default for Scale {
@@ -39,6 +47,7 @@ impl Default for Scale {
             finished_job_retention: Duration::from_secs(300),
             max_follower_starts: 32,
             max_reconciles: 32,
+            log_streams_per_connection: 80,
         })
     }
 }
@@ -54,7 +63,10 @@ impl Scale {
         let ranged = |suffix: &str, default: &str, max: u64, expected: &'static str| {
             let (name, value) = var(suffix);
             let n: u64 = parse((name.clone(), value), default, expected)?;
-            let min = u64::from(suffix != "FINISHED_JOB_RETENTION_SECONDS");
+            let min = u64::from(!matches!(
+                suffix,
+                "FINISHED_JOB_RETENTION_SECONDS" | "LOG_STREAMS_PER_CONNECTION"
+            ));
             if n < min || n > max {
                 return Err(ConfigError {
                     name,
@@ -88,11 +100,19 @@ impl Scale {
             u64::from(MAX_RECONCILES),
             "a number of reconciles from 1 to 1024",
         )?;
+        let per_connection = ranged(
+            "LOG_STREAMS_PER_CONNECTION",
+            "80",
+            u64::from(MAX_LOG_STREAMS_PER_CONNECTION),
+            "a number of log streams from 0 to 1000",
+        )?;
         Ok(Self {
             status_writes_per_second: u32::try_from(writes).unwrap_or(MAX_WRITES_PER_SECOND),
             finished_job_retention: Duration::from_secs(retention),
             max_follower_starts: usize::try_from(starts).unwrap_or(MAX_FOLLOWER_STARTS),
             max_reconciles: u16::try_from(reconciles).unwrap_or(MAX_RECONCILES),
+            log_streams_per_connection: u16::try_from(per_connection)
+                .unwrap_or(MAX_LOG_STREAMS_PER_CONNECTION),
         })
     }
 }
@@ -108,6 +128,7 @@ mod tests {
         assert_eq!(d.finished_job_retention, Duration::from_secs(300));
         assert_eq!(d.max_follower_starts, 32);
         assert_eq!(d.max_reconciles, 32);
+        assert_eq!(d.log_streams_per_connection, 80);
         let set = |k: &'static str, v: &'static str| {
             Scale::from_lookup(move |n| (n == k).then(|| v.to_owned()))
         };
@@ -126,6 +147,10 @@ mod tests {
                 .max_reconciles,
             8
         );
+        let http1 = set("MCP_OPERATOR_LOG_STREAMS_PER_CONNECTION", "0").unwrap();
+        assert_eq!(http1.log_streams_per_connection, 0);
+        let err = set("MCP_OPERATOR_LOG_STREAMS_PER_CONNECTION", "1001").unwrap_err();
+        assert!(err.to_string().contains("from 0 to 1000"), "{err}");
         let err = set("MCP_OPERATOR_FINISHED_JOB_RETENTION_SECONDS", "86401").unwrap_err();
         assert!(err.to_string().contains("0 to 86400"), "{err}");
     }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -133,29 +133,37 @@ fn index_key(pod: &Pod) -> Option<JobKey> {
     Some((pod.namespace()?, job.clone()))
 }
 
-/// Drops what no reader of a cached Job needs: managed fields and the containers' `env`.
+/// Drops what no reader of a cached Job needs: managed fields and the pod template's spec.
+/// Readers take the Job's metadata, status, `suspend`, `backoffLimit` and the template's
+/// annotations (the message nonce); a Job is never written back from the cache.
 pub fn slim_job(job: &mut Job) {
     job.metadata.managed_fields = None;
-    if let Some(spec) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-        slim_pod_spec(spec);
+    if let Some(spec) = job.spec.as_mut() {
+        spec.template.spec = None;
     }
 }
 
-/// Drops what no reader of a cached pod needs: managed fields and the containers' `env`.
+/// Drops what no reader of a cached pod needs: managed fields, and of its spec everything but
+/// the containers' names (which one is the tool's, `observe::tool_container_name`) and the
+/// node. A pod is never written back from the cache.
 pub fn slim_pod(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
-    if let Some(spec) = pod.spec.as_mut() {
-        slim_pod_spec(spec);
-    }
-}
-
-fn slim_pod_spec(spec: &mut PodSpec) {
-    for c in spec
-        .containers
-        .iter_mut()
-        .chain(spec.init_containers.iter_mut().flatten())
-    {
-        c.env = None;
+    if let Some(spec) = pod.spec.take() {
+        let names = |containers: Vec<Container>| -> Vec<Container> {
+            containers
+                .into_iter()
+                .map(|c| Container {
+                    name: c.name,
+                    ..Container::default()
+                })
+                .collect()
+        };
+        pod.spec = Some(PodSpec {
+            containers: names(spec.containers),
+            init_containers: spec.init_containers.map(names),
+            node_name: spec.node_name,
+            ..PodSpec::default()
+        });
     }
 }
 

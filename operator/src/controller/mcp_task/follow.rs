@@ -32,6 +32,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use self::read::Reader;
+use crate::log_clients::LogClients;
 
 use super::observe::{FailureReason, Workload};
 use crate::contract::{Progress, ProgressWarning};
@@ -272,6 +273,8 @@ pub struct Followers {
     inner: Arc<Mutex<HashMap<String, Follower>>>,
     /// Followers that may open their stream and replay to their checkpoint at once.
     starts: Arc<Semaphore>,
+    /// The connections followers read through (`None`: each reads through its [`PodReads`]).
+    logs: Option<LogClients>,
 }
 
 /// Followers that may start at once by default (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`).
@@ -298,7 +301,20 @@ impl Followers {
         Self {
             inner: Arc::default(),
             starts: Arc::new(Semaphore::new(max_starts.max(1))),
+            logs: None,
         }
+    }
+
+    /// The same followers, each reading through a place leased from `logs`.
+    #[must_use]
+    pub fn with_log_clients(mut self, logs: LogClients) -> Self {
+        self.logs = Some(logs);
+        self
+    }
+
+    /// The connections followers read through, if they lease them.
+    pub fn log_clients(&self) -> Option<&LogClients> {
+        self.logs.as_ref()
     }
 
     /// The state of the follower of `task_uid`, if one ever ran (it outlives its pod).
@@ -314,7 +330,7 @@ impl Followers {
     pub fn ensure(
         &self,
         task_uid: &str,
-        pods: PodReads,
+        mut pods: PodReads,
         source: LogSource<'_>,
         checkpoint: Option<&Checkpoint>,
         notify: Notify,
@@ -333,6 +349,17 @@ impl Followers {
             pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
         }));
+        // The follower's place on a log connection, held for as long as it reads (a client
+        // that cannot be made, from a configuration that made the operator's own: the shared
+        // one).
+        let lease = self.logs.as_ref().and_then(|logs| {
+            logs.lease()
+                .inspect_err(|e| tracing::warn!(error = %e, "no HTTP/2 log client; reading over the shared one"))
+                .ok()
+        });
+        if let Some(lease) = &lease {
+            pods.api = Api::namespaced(lease.client.clone(), &pods.namespace);
+        }
         let reader = Reader::new(
             pods,
             source,
@@ -340,7 +367,10 @@ impl Followers {
             notify,
             Arc::clone(&self.starts),
         );
-        let task = tokio::spawn(reader.run());
+        let task = tokio::spawn(async move {
+            let _lease = lease;
+            reader.run().await;
+        });
         let replaced = followers.insert(
             task_uid.to_owned(),
             Follower {

@@ -57,3 +57,42 @@ fn cached_copies_keep_no_managed_fields_and_no_arguments() {
     assert!(spec.containers[0].env.is_none());
     assert_eq!(spec.containers[0].name, "main");
 }
+
+#[test]
+fn slimmed_copies_still_answer_what_their_readers_ask() {
+    let mut p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "a"},
+        "spec": {"nodeName": "n1", "containers": [
+            {"name": "sidecar", "image": "s", "env": [{"name": "A", "value": "1"}]},
+            {"name": "tool", "image": "t", "args": ["--x"], "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
+            "volumes": [{"name": "v", "emptyDir": {}}]},
+        "status": {"containerStatuses": [{"name": "tool", "image": "t", "imageID": "", "ready": true,
+            "restartCount": 0, "state": {"running": {}}}]}
+    }))
+    .unwrap();
+    slim_pod(&mut p);
+    assert_eq!(
+        crate::controller::mcp_task::observe::tool_container_name(&p),
+        "tool"
+    );
+    assert!(crate::controller::mcp_task::observe::tool_container_started(&p));
+    let spec = p.spec.as_ref().unwrap();
+    assert_eq!(spec.node_name.as_deref(), Some("n1"));
+    assert!(spec.volumes.is_none() && spec.containers[1].args.is_none());
+
+    let mut j: Job = serde_json::from_value(json!({
+        "metadata": {"name": "j", "namespace": "a"},
+        "spec": {"suspend": true, "backoffLimit": 2, "template": {
+            "metadata": {"annotations": {crate::contract::POD_MESSAGE_NONCE_ANNOTATION: "n0nce"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "tool", "image": "t"}]}}}
+    }))
+    .unwrap();
+    slim_job(&mut j);
+    let spec = j.spec.as_ref().unwrap();
+    assert!(spec.template.spec.is_none());
+    assert_eq!((spec.suspend, spec.backoff_limit), (Some(true), Some(2)));
+    assert_eq!(
+        crate::controller::mcp_task::nonce::of_job(&j),
+        Some("n0nce")
+    );
+}

@@ -77,8 +77,6 @@ pub async fn step(
     }
     if let Some(mut next) = next {
         // The Job's confirmation goes out at once: until it is stored, a failover would
-        // take a deleted Job for one never created.
-        // The Job's confirmation goes out at once: until it is stored, a failover would
         // take a deleted Job for one never created. A status change (terminal,
         // `input_required`) goes at once too; progress waits for its turn in the budget.
         let urgent = job_record::newly_confirmed(current, &next)
