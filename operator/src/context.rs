@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::channel::mpsc::UnboundedSender;
 use kube::Client;
 use kube::core::DeserializeGuard;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use mcp_task_operator_crds::{McpTask, McpTool};
 
@@ -19,6 +19,7 @@ use crate::controller::mcp_task::admission::Admitted;
 use crate::controller::mcp_task::budget::WriteBudget;
 use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::Followers;
+use crate::events::Events;
 use crate::liveness::Liveness;
 use crate::lock;
 use crate::metrics::Metrics;
@@ -32,7 +33,7 @@ pub struct Context {
     /// The Kubernetes client.
     pub client: Client,
     /// Publishes Events about the reconciled objects.
-    pub recorder: Recorder,
+    pub events: Events,
     /// The operator's metrics.
     pub metrics: Arc<Metrics>,
     /// The operator's configuration.
@@ -76,12 +77,8 @@ impl Context {
         config: Arc<Config>,
         trigger: UnboundedSender<TaskRef>,
     ) -> Self {
-        let reporter = Reporter {
-            controller: FIELD_MANAGER.to_owned(),
-            instance: Some(config.identity.clone()),
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: Events::new(client.clone(), FIELD_MANAGER, &config.identity),
             client,
             metrics,
             followers: Followers::new(config.scale.max_follower_starts),
@@ -169,7 +166,7 @@ impl Context {
             action: "Reconcile".to_owned(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, &obj.object_ref(&())).await {
+        if let Err(e) = self.events.publish(&event, &obj.object_ref(&())).await {
             tracing::warn!(reason, error = %e, "failed to publish Event");
         }
     }

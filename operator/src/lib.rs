@@ -12,6 +12,7 @@ pub mod contract;
 pub mod controller;
 pub mod deadline;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod leader;
 pub mod liveness;

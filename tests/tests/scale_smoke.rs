@@ -34,17 +34,18 @@ const DEFAULT_TASKS: usize = 150;
 /// Task creates in flight at once.
 const CONCURRENCY: usize = 32;
 /// The operator's requests per task (status writes, Events and Lease renewals left out) may
-/// not exceed this. Measured after the fixes of issue 14 (docs/BENCHMARKS.md): 7.8 at 150
-/// tasks, 9.0 at 200 on a machine loaded by parallel builds (more fresh reads before a terminal
-/// write); of them 5-6 are kwok's log streams (kwok ends a followed stream between two lines,
-/// so the follower reads again once per line: a constant per task). Before them about 15.7: a
-/// LIST of pods per stream end and a LIST of Events per reconcile of a starting task.
-const MAX_REQUESTS_PER_TASK: f64 = 14.0;
+/// not exceed this. Measured (docs/BENCHMARKS.md, "make scale"): 3.07 at 300 tasks, the same
+/// at 1,000 — one Job create, one log stream, one fresh read before the terminal write, and
+/// the watches' first lists. Before the operator's caches about 15.7; with kwok cutting log
+/// streams short (too few inotify instances, `hack/kwok.sh`) 13.4 log reads per task at 300.
+/// The headroom is for a loaded machine (a failed read read again), not for growth.
+const MAX_REQUESTS_PER_TASK: f64 = 6.0;
 /// The operator's TCP connections may not exceed this while the tasks run: the API calls of
-/// its reconciles (`MCP_OPERATOR_MAX_RECONCILES`, 32) and watches over HTTP/1.1, and the
-/// followed logs over HTTP/2, 80 on a connection (`operator/src/log_clients.rs`). With a
-/// connection per followed log (HTTP/1.1) it is over 100 at 150 tasks.
-const MAX_CONNECTIONS: usize = 60;
+/// its reconciles (`MCP_OPERATOR_MAX_RECONCILES`, 32), its Events and watches over HTTP/1.1
+/// (46-71 measured at 300 tasks), and the followed logs over HTTP/2, 80 on a connection
+/// (`operator/src/log_clients.rs`). With a connection per followed log (HTTP/1.1, as before)
+/// it was 346 at 300 tasks.
+const MAX_CONNECTIONS: usize = 100;
 /// Leader-election timing loose enough for a machine whose API server is slow under load: the
 /// smoke run measures requests, not failovers.
 const LEASE: [(&str, &str); 3] = [
@@ -220,7 +221,7 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
             idle_rss / 1024
         );
         assert!(
-            most_running >= count / 2,
+            most_running >= count * 4 / 5 && most_running > MAX_CONNECTIONS,
             "only {most_running} of {count} tasks were seen running at once: too few to tell \
              how the operator's connections grow"
         );

@@ -18,9 +18,10 @@ use futures::FutureExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
+use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use mcp_task_operator_crds::JOB_NAME_LABEL;
+use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask};
 
 use super::apply;
 use super::observe::controlled_by;
@@ -164,6 +165,14 @@ pub fn slim_pod(pod: &mut Pod) {
             node_name: spec.node_name,
             ..PodSpec::default()
         });
+    }
+}
+
+/// Drops what no reader of a cached task needs: its managed fields (a few KiB of field paths
+/// per writer; status writes are server-side applies, which never send them back).
+pub fn slim_task(task: &mut DeserializeGuard<McpTask>) {
+    if let Ok(task) = task.0.as_mut() {
+        task.metadata.managed_fields = None;
     }
 }
 

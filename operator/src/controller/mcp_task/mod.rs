@@ -96,7 +96,9 @@ pub async fn run(
     let (task_store, task_writer) = reflector::store::<DeserializeGuard<McpTask>>();
     let task_events = reflector(
         task_writer,
-        watcher(tasks, watcher::Config::default()).default_backoff(),
+        watcher(tasks, watcher::Config::default())
+            .default_backoff()
+            .modify(cache::slim_task),
     )
     .applied_objects()
     .predicate_filter(trigger::beyond_status, PredicateConfig::default());

@@ -83,7 +83,7 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
     let trigger: UnboundedSender<TaskRef> = ctx.trigger.clone();
     let object = TaskRef::new(&task.name_any()).within(&task.namespace().unwrap_or_default());
     let metrics = Arc::clone(&ctx.metrics);
-    let recorder = ctx.recorder.clone();
+    let events = ctx.events.clone();
     let reference = kube::Resource::object_ref(task, &());
     let throttle = Throttle::new(ctx.config.status_interval);
     Arc::new(move |news| {
@@ -116,9 +116,9 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
             action: "ReadLogs".to_owned(),
             secondary: None,
         };
-        let (recorder, reference) = (recorder.clone(), reference.clone());
+        let (events, reference) = (events.clone(), reference.clone());
         tokio::spawn(async move {
-            if let Err(e) = recorder.publish(&event, &reference).await {
+            if let Err(e) = events.publish(&event, &reference).await {
                 tracing::warn!(error = %e, "failed to publish Event");
             }
         });
