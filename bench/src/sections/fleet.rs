@@ -349,11 +349,33 @@ async fn bare_jobs(
 }
 
 /// Deletes every Job of `ns` (and so their pods) and waits until no pod is left (5 min at most).
+/// One by one, [`CONCURRENCY`] at once: a single delete of 5,000 Jobs outlasts the API server's
+/// request timeout.
 async fn clear_jobs(client: &Client, ns: &str) -> Result<(), String> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-    jobs.delete_collection(&DeleteParams::background(), &ListParams::default())
+    let names: Vec<String> = jobs
+        .list_metadata(&ListParams::default())
         .await
-        .map_err(|e| format!("cannot delete the bare Jobs: {e}"))?;
+        .map_err(|e| format!("cannot list the bare Jobs: {e}"))?
+        .items
+        .into_iter()
+        .filter_map(|job| job.metadata.name)
+        .collect();
+    futures::stream::iter(names)
+        .map(|name| {
+            let jobs = &jobs;
+            async move {
+                match jobs.delete(&name, &DeleteParams::background()).await {
+                    Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                    other => other
+                        .map(drop)
+                        .map_err(|e| format!("cannot delete the bare Job {name}: {e}")),
+                }
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let begun = Instant::now();
     loop {
