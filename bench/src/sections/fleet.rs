@@ -44,6 +44,8 @@ const RUN_FOR: Duration = Duration::from_secs(60);
 const RESULT_TEXT: &str = "fleet: done";
 /// `tools/call`s, and bare Job creates, in flight at once.
 const CONCURRENCY: usize = 32;
+/// How many times a `tools/call` answered with `retryAfterMs` is tried.
+const CALL_RETRIES: usize = 30;
 /// How often memory is sampled and progress checked.
 const SAMPLE: Duration = Duration::from_secs(2);
 /// How long a level may take beyond its creates and the pods' run time.
@@ -110,11 +112,19 @@ pub async fn run(
         .map(|n| {
             let mcp = &mcp;
             async move {
-                let reply = mcp.call_tool(TOOL, json!({"n": n})).await;
-                reply.body["result"]["taskId"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("tools/call made no task: {}", reply.body))
+                // As a client does: an answer that says when to retry (a replica that lost
+                // the API server for a moment, under this load) is retried, a few times.
+                for _ in 0..CALL_RETRIES {
+                    let reply = mcp.call_tool(TOOL, json!({"n": n})).await;
+                    if let Some(id) = reply.body["result"]["taskId"].as_str() {
+                        return Ok(id.to_owned());
+                    }
+                    let Some(after) = reply.body["error"]["data"]["retryAfterMs"].as_u64() else {
+                        return Err(format!("tools/call made no task: {}", reply.body));
+                    };
+                    tokio::time::sleep(Duration::from_millis(after)).await;
+                }
+                Err(format!("tools/call made no task in {CALL_RETRIES} tries"))
             }
         })
         .buffer_unordered(CONCURRENCY)
