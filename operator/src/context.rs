@@ -95,10 +95,10 @@ impl Context {
         }
     }
 
-    /// The same context, its log followers reading through `logs`.
+    /// The same context, its log followers reading through `logs` (HTTP/2), if any.
     #[must_use]
-    pub fn with_log_clients(mut self, logs: crate::log_clients::LogClients) -> Self {
-        self.followers = self.followers.with_log_clients(logs);
+    pub fn with_log_clients(mut self, logs: Option<crate::log_clients::LogClients>) -> Self {
+        self.followers.logs = logs;
         self
     }
 

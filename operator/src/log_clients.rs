@@ -4,8 +4,8 @@
 //! TLS session and its buffers) for as long as the tool runs: at 1,000 running tasks that was
 //! about 120 KiB of the operator's memory per task (docs/BENCHMARKS.md). Over HTTP/2 one
 //! connection carries many streams ([RFC 9113 §5](https://www.rfc-editor.org/rfc/rfc9113#section-5)),
-//! so this pool leases each follower a place on a connection that carries fewer than
-//! [`LogClients::per_connection`] streams, opening another connection only when all are full.
+//! so this pool leases each follower a place on a connection that carries fewer than the
+//! configured number of streams, opening another connection only when all are full.
 //!
 //! The API server refuses streams past its `--http2-max-streams-per-connection` (100 by
 //! default since Kubernetes 1.29's fix for CVE-2023-44487); a client that opens more waits for
@@ -48,23 +48,14 @@ pub struct LogClients {
 }
 
 struct Pool {
-    /// How the connections are made.
-    maker: Maker,
-    /// Most streams on one connection; 0: the shared client, one HTTP/1.1 connection each.
+    config: Config,
+    /// Deadline of every request but the followed streams (`deadline.rs`).
+    timeout: Duration,
+    metrics: Arc<Metrics>,
+    /// Most streams on one connection.
     per_connection: usize,
     /// One client per connection, with the number of followers leasing it.
     clients: Mutex<Vec<(Client, usize)>>,
-}
-
-enum Maker {
-    /// Every follower reads through this client (HTTP/1.1, as every other call).
-    Shared(Client),
-    /// A new HTTP/2 client for `config`.
-    Http2 {
-        config: Box<Config>,
-        timeout: Duration,
-        metrics: Arc<Metrics>,
-    },
 }
 
 impl std::fmt::Debug for LogClients {
@@ -81,75 +72,44 @@ pub struct LogLease {
     pool: Arc<Pool>,
     /// The client to read through.
     pub client: Client,
-    /// Which of the pool's clients (`None`: the shared one).
-    index: Option<usize>,
+    /// Which of the pool's clients.
+    index: usize,
 }
 
 impl Drop for LogLease {
     fn drop(&mut self) {
-        if let Some(i) = self.index
-            && let Some((_, leased)) = lock(&self.pool.clients).get_mut(i)
-        {
+        if let Some((_, leased)) = lock(&self.pool.clients).get_mut(self.index) {
             *leased = leased.saturating_sub(1);
         }
     }
 }
 
 impl LogClients {
-    /// Followers read through `shared` (the operator's HTTP/1.1 client), one connection each.
-    pub fn shared(shared: Client) -> Self {
-        Self::with_maker(Maker::Shared(shared), 0)
-    }
-
     /// Followers read over HTTP/2 connections to the API server of `config`, at most
-    /// `per_connection` on each (0: through `shared`, as [`LogClients::shared`]). Every
-    /// request but the followed streams fails after `timeout`; all are counted in `metrics`.
+    /// `per_connection` on each; `None` for 0 (each follower then reads over its own HTTP/1.1
+    /// connection, through the operator's client). Every request but the followed streams
+    /// fails after `timeout`; all are counted in `metrics`.
     pub fn http2(
         config: Config,
         per_connection: u16,
-        shared: Client,
         timeout: Duration,
         metrics: Arc<Metrics>,
-    ) -> Self {
-        if per_connection == 0 {
-            return Self::shared(shared);
-        }
-        let maker = Maker::Http2 {
-            config: Box::new(config),
-            timeout,
-            metrics,
-        };
-        Self::with_maker(maker, usize::from(per_connection))
-    }
-
-    fn with_maker(maker: Maker, per_connection: usize) -> Self {
-        Self {
+    ) -> Option<Self> {
+        (per_connection > 0).then(|| Self {
             inner: Arc::new(Pool {
-                maker,
-                per_connection,
+                config,
+                timeout,
+                metrics,
+                per_connection: usize::from(per_connection),
                 clients: Mutex::new(Vec::new()),
             }),
-        }
+        })
     }
 
     /// A place for one follower: on the fullest connection that has room (so connections
     /// empty out and close when the load drops), or on a new one.
     pub fn lease(&self) -> kube::Result<LogLease> {
         let pool = &self.inner;
-        let config = match &pool.maker {
-            Maker::Shared(client) => {
-                return Ok(LogLease {
-                    pool: Arc::clone(pool),
-                    client: client.clone(),
-                    index: None,
-                });
-            }
-            Maker::Http2 {
-                config,
-                timeout,
-                metrics,
-            } => (config, *timeout, metrics),
-        };
         let mut clients = lock(&pool.clients);
         // The fullest with room, the first of equals; an idle one reconnects when used.
         let fullest = clients
@@ -161,7 +121,8 @@ impl LogClients {
         let index = match fullest {
             Some(i) => i,
             None => {
-                clients.push((http2_client(config.0, config.1, Arc::clone(config.2))?, 0));
+                let client = http2_client(&pool.config, pool.timeout, Arc::clone(&pool.metrics))?;
+                clients.push((client, 0));
                 clients.len() - 1
             }
         };
@@ -169,7 +130,7 @@ impl LogClients {
         Ok(LogLease {
             pool: Arc::clone(pool),
             client: clients[index].0.clone(),
-            index: Some(index),
+            index,
         })
     }
 
@@ -236,55 +197,39 @@ mod tests {
         config
     }
 
-    fn pool(per_connection: u16) -> LogClients {
+    fn pool(per_connection: u16) -> Option<LogClients> {
         let metrics = Arc::new(Metrics::register(
             &mut prometheus_client::registry::Registry::default(),
         ));
-        let shared = ClientBuilder::new(
-            tower::service_fn(|_| async {
-                Err::<axum::http::Response<kube::client::Body>, BoxError>("no server".into())
-            }),
-            "default",
-        )
-        .build();
-        LogClients::http2(
-            config(),
-            per_connection,
-            shared,
-            Duration::from_secs(5),
-            metrics,
-        )
+        LogClients::http2(config(), per_connection, Duration::from_secs(5), metrics)
     }
 
     #[tokio::test]
     async fn followers_fill_a_connection_before_the_next_is_opened() {
-        let logs = pool(2);
+        let logs = pool(2).unwrap();
         let a = logs.lease().unwrap();
         let b = logs.lease().unwrap();
         assert_eq!(logs.connections(), 1);
         let c = logs.lease().unwrap();
         assert_eq!(logs.connections(), 2);
-        assert_eq!((a.index, b.index, c.index), (Some(0), Some(0), Some(1)));
+        assert_eq!((a.index, b.index, c.index), (0, 0, 1));
         // A freed place is taken before a new connection is opened.
         drop(b);
         let d = logs.lease().unwrap();
-        assert_eq!(d.index, Some(0));
+        assert_eq!(d.index, 0);
         let e = logs.lease().unwrap();
-        assert_eq!(e.index, Some(1), "the fuller connection with room first");
+        assert_eq!(e.index, 1, "the fuller connection with room first");
         assert_eq!(logs.connections(), 2);
         drop((a, c, d, e));
         assert_eq!(logs.connections(), 0);
         // An emptied connection is used again, not another one opened.
         let f = logs.lease().unwrap();
-        assert_eq!(f.index, Some(0));
+        assert_eq!(f.index, 0);
         assert_eq!(lock(&logs.inner.clients).len(), 2);
     }
 
-    #[tokio::test]
-    async fn zero_per_connection_reads_through_the_shared_client() {
-        let logs = pool(0);
-        let leases: Vec<_> = (0..5).map(|_| logs.lease().unwrap()).collect();
-        assert!(leases.iter().all(|l| l.index.is_none()));
-        assert_eq!(logs.connections(), 0);
+    #[test]
+    fn zero_per_connection_makes_no_pool() {
+        assert!(pool(0).is_none());
     }
 }

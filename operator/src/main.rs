@@ -58,7 +58,6 @@ async fn run() -> Result<(), BoxError> {
     let log_clients = LogClients::http2(
         kube_config,
         config.scale.log_streams_per_connection,
-        client.clone(),
         config.api_timeout,
         state.metrics(),
     );

@@ -273,8 +273,9 @@ pub struct Followers {
     inner: Arc<Mutex<HashMap<String, Follower>>>,
     /// Followers that may open their stream and replay to their checkpoint at once.
     starts: Arc<Semaphore>,
-    /// The connections followers read through (`None`: each reads through its [`PodReads`]).
-    logs: Option<LogClients>,
+    /// The HTTP/2 connections followers read through (`None`: each reads through its
+    /// [`PodReads`], over HTTP/1.1).
+    pub logs: Option<LogClients>,
 }
 
 /// Followers that may start at once by default (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`).
@@ -303,18 +304,6 @@ impl Followers {
             starts: Arc::new(Semaphore::new(max_starts.max(1))),
             logs: None,
         }
-    }
-
-    /// The same followers, each reading through a place leased from `logs`.
-    #[must_use]
-    pub fn with_log_clients(mut self, logs: LogClients) -> Self {
-        self.logs = Some(logs);
-        self
-    }
-
-    /// The connections followers read through, if they lease them.
-    pub fn log_clients(&self) -> Option<&LogClients> {
-        self.logs.as_ref()
     }
 
     /// The state of the follower of `task_uid`, if one ever ran (it outlives its pod).
@@ -349,9 +338,9 @@ impl Followers {
             pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
         }));
-        // The follower's place on a log connection, held for as long as it reads (a client
-        // that cannot be made, from a configuration that made the operator's own: the shared
-        // one).
+        // The follower's place on a log connection, held for as long as it reads. A client
+        // that cannot be made (its TLS settings were read for the operator's own client, so
+        // this is not expected) leaves the follower on its HTTP/1.1 `PodReads`.
         let lease = self.logs.as_ref().and_then(|logs| {
             logs.lease()
                 .inspect_err(|e| tracing::warn!(error = %e, "no HTTP/2 log client; reading over the shared one"))
