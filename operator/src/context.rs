@@ -78,7 +78,12 @@ impl Context {
         trigger: UnboundedSender<TaskRef>,
     ) -> Self {
         Self {
-            events: Events::new(client.clone(), FIELD_MANAGER, &config.identity),
+            events: Events::new(
+                client.clone(),
+                FIELD_MANAGER,
+                &config.identity,
+                Arc::clone(&metrics),
+            ),
             client,
             metrics,
             followers: Followers::new(config.scale.max_follower_starts),
@@ -149,8 +154,9 @@ impl Context {
         lock(&self.ended).retain(|uid| keep(uid));
     }
 
-    /// Publishes an Event about `obj`; a failure is logged, never fatal.
-    pub async fn publish<K>(&self, obj: &K, reason: &str, note: String, warning: bool)
+    /// Publishes an Event about `obj` in the background ([`Events::send`]); a failure is
+    /// logged, never fatal.
+    pub fn publish<K>(&self, obj: &K, reason: &str, note: String, warning: bool)
     where
         K: kube::Resource<DynamicType = ()>,
     {
@@ -166,8 +172,6 @@ impl Context {
             action: "Reconcile".to_owned(),
             secondary: None,
         };
-        if let Err(e) = self.events.publish(&event, &obj.object_ref(&())).await {
-            tracing::warn!(reason, error = %e, "failed to publish Event");
-        }
+        self.events.send(&event, &obj.object_ref(&()));
     }
 }

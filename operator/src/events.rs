@@ -5,8 +5,12 @@
 //! tasks each publishing a few Events, that was the largest item of the operator's heap (about
 //! 14 KiB per running task at 300 tasks, docs/BENCHMARKS.md) and made every publish wait for
 //! the others. The operator's Events do not repeat (one per transition; output warnings are
-//! capped per task, `notify.rs`), so each is a plain create.
+//! capped per task, `notify.rs`), so each is a plain create, made in the background: a reconcile
+//! that waited for its Events' creates held its slot twice as long (a new task publishes two).
 
+use std::sync::Arc;
+
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -14,30 +18,57 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client};
+use tokio::sync::mpsc;
 
-/// Publishes Events as one controller instance.
+use crate::metrics::Metrics;
+
+/// Events waiting to be sent, at most: more are dropped and counted, as client-go's event
+/// broadcaster drops them when its queue is full. An Event is a note for people, never state
+/// the operator or a client acts on.
+pub const QUEUE: usize = 4096;
+/// Event creates in flight at once.
+const SENDERS: usize = 8;
+
+/// Publishes Events as one controller instance, in the background: [`Events::send`] queues the
+/// Event and returns, so no reconcile waits for an Event's create.
 #[derive(Clone)]
 pub struct Events {
-    client: Client,
     /// `reportingController`.
     controller: String,
     /// `reportingInstance` (this replica).
     instance: String,
+    queue: mpsc::Sender<K8sEvent>,
+    metrics: Arc<Metrics>,
 }
 
 impl Events {
-    /// Events reported by `controller` (`reportingController`) from `instance`.
-    pub fn new(client: Client, controller: &str, instance: &str) -> Self {
+    /// Events reported by `controller` (`reportingController`) from `instance`, created by a
+    /// task spawned here (on the current Tokio runtime) that ends with the last clone.
+    pub fn new(client: Client, controller: &str, instance: &str, metrics: Arc<Metrics>) -> Self {
+        Self::with_queue(client, controller, instance, metrics, QUEUE)
+    }
+
+    fn with_queue(
+        client: Client,
+        controller: &str,
+        instance: &str,
+        metrics: Arc<Metrics>,
+        capacity: usize,
+    ) -> Self {
+        let (queue, queued) = mpsc::channel(capacity);
+        tokio::spawn(deliver(client, queued));
         Self {
-            client,
             controller: controller.to_owned(),
             instance: instance.to_owned(),
+            queue,
+            metrics,
         }
     }
 
-    /// Creates `event` about the object `regarding`, in its namespace (`default` for a
-    /// cluster-scoped one).
-    pub async fn publish(&self, event: &Event, regarding: &ObjectReference) -> kube::Result<()> {
+    /// Queues `event` about the object `regarding`, in its namespace (`default` for a
+    /// cluster-scoped one), stamped with the time now; a full queue drops it (counted in
+    /// `mcp_operator_events_dropped_total`).
+    pub fn send(&self, event: &Event, regarding: &ObjectReference) {
         let object = build(
             event,
             regarding,
@@ -45,12 +76,30 @@ impl Events {
             &self.instance,
             Timestamp::now(),
         );
-        let namespace = object.metadata.namespace.as_deref().unwrap_or("default");
-        Api::<K8sEvent>::namespaced(self.client.clone(), namespace)
-            .create(&PostParams::default(), &object)
-            .await
-            .map(drop)
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send(object) {
+            self.metrics.event_dropped();
+            tracing::debug!(reason = %event.reason, "Event queue full; Event dropped");
+        }
     }
+}
+
+/// Creates the queued Events, [`SENDERS`] at a time, until every sender is gone; a create that
+/// fails is logged.
+async fn deliver(client: Client, mut queued: mpsc::Receiver<K8sEvent>) {
+    futures::stream::poll_fn(|cx| queued.poll_recv(cx))
+        .for_each_concurrent(SENDERS, |event| {
+            let client = client.clone();
+            async move {
+                let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+                let created = Api::<K8sEvent>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &event)
+                    .await;
+                if let Err(e) = created {
+                    tracing::warn!(reason = ?event.reason, error = %e, "failed to publish Event");
+                }
+            }
+        })
+        .await;
 }
 
 /// The Event object for `event` about `regarding`, published at `now`: named after the object
@@ -96,6 +145,50 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::State;
+    use axum::http::{Method, Request, Response};
+    use kube::client::Body;
+
+    #[tokio::test]
+    async fn events_are_sent_in_the_background_and_a_full_queue_drops_and_counts_them() {
+        let (service, mut api) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let state = State::default();
+        let client = Client::new(service, "default");
+        let events = Events::with_queue(client, "c", "i", state.metrics(), 1);
+        let regarding = ObjectReference {
+            name: Some("t1".to_owned()),
+            namespace: Some("tools".to_owned()),
+            ..ObjectReference::default()
+        };
+        let event = |reason: &str| Event {
+            type_: EventType::Normal,
+            reason: reason.to_owned(),
+            note: None,
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        // Nothing else runs until this test awaits (one thread): one Event fits the queue.
+        events.send(&event("First"), &regarding);
+        for _ in 0..5 {
+            events.send(&event("Dropped"), &regarding);
+        }
+        let (request, respond) = api.next_request().await.expect("the queued Event is sent");
+        assert_eq!(request.method(), Method::POST);
+        assert_eq!(
+            request.uri().path(),
+            "/apis/events.k8s.io/v1/namespaces/tools/events"
+        );
+        let body = request.into_body().collect_bytes().await.expect("body");
+        let sent: K8sEvent = serde_json::from_slice(&body).expect("an Event");
+        assert_eq!(sent.reason.as_deref(), Some("First"));
+        respond.send_response(Response::new(Body::from(body.to_vec())));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, state.registry()).expect("metrics");
+        assert!(
+            text.contains("mcp_operator_events_dropped_total 5"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn an_event_names_its_object_its_reporter_and_its_time() {

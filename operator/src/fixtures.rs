@@ -134,6 +134,11 @@ pub mod api {
         }
     }
 
+    /// Whether `method path` creates an Event.
+    fn is_event(method: &Method, path: &str) -> bool {
+        method == Method::POST && path.starts_with("/apis/events.k8s.io/")
+    }
+
     /// What a log follower's list of its one pod gets: a pod whose tool container (`main` or
     /// `tool`) has terminated.
     fn stopped_pod() -> Value {
@@ -147,8 +152,9 @@ pub mod api {
         serde_json::json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
     }
 
-    /// A context whose client talks to a mock serving `calls` in order; the handle returns the
-    /// request bodies (JSON) once every call was made, and fails on any unexpected request.
+    /// A context whose client talks to a mock serving `calls` in order (Events, sent in the
+    /// background, in their own order); the handle returns the request bodies (JSON), in the
+    /// order of `calls`, once every call was made, and fails on any unexpected request.
     pub fn context(
         calls: Vec<Call>,
     ) -> (
@@ -172,10 +178,13 @@ pub mod api {
     ) {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let server = tokio::spawn(async move {
-            let mut bodies = Vec::new();
-            let mut calls = calls.into_iter();
-            let mut next = calls.next();
-            while let Some(call) = next.take() {
+            // Events are sent in the background (`events.rs`): each Event request takes the
+            // first expected Event not yet made, every other request the first other call.
+            let (events, others): (Vec<usize>, Vec<usize>) =
+                (0..calls.len()).partition(|&i| is_event(&calls[i].method, &calls[i].path));
+            let (mut events, mut others) = (events.into_iter(), others.into_iter());
+            let mut bodies: Vec<Option<Value>> = vec![None; calls.len()];
+            while bodies.iter().any(Option::is_none) {
                 let (request, send) = handle
                     .next_request()
                     .await
@@ -183,7 +192,6 @@ pub mod api {
                 if request.uri().path().ends_with("/log") {
                     let response = Response::builder().body(Body::from(logs.as_bytes().to_vec()));
                     send.send_response(response.expect("response"));
-                    next = Some(call);
                     continue;
                 }
                 // A log follower whose stream ended looks at its pod: the container stopped.
@@ -194,9 +202,16 @@ pub mod api {
                 if request.method() == Method::GET && one_pod {
                     let body = serde_json::to_vec(&stopped_pod()).expect("json");
                     send.send_response(Response::new(Body::from(body)));
-                    next = Some(call);
                     continue;
                 }
+                let next = match is_event(request.method(), request.uri().path()) {
+                    true => events.next(),
+                    false => others.next(),
+                };
+                let Some(index) = next else {
+                    panic!("unexpected request {request:?}");
+                };
+                let call = &calls[index];
                 assert_eq!(
                     (request.method(), request.uri().path()),
                     (&call.method, call.path.as_str()),
@@ -208,16 +223,15 @@ pub mod api {
                     .await
                     .expect("request body");
                 let sent: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                let body = call.body.unwrap_or_else(|| sent.clone());
-                bodies.push(sent);
+                let body = call.body.clone().unwrap_or_else(|| sent.clone());
+                bodies[index] = Some(sent);
                 let response = Response::builder()
                     .status(call.status)
                     .body(Body::from(serde_json::to_vec(&body).expect("json")))
                     .expect("response");
                 send.send_response(response);
-                next = calls.next();
             }
-            bodies
+            bodies.into_iter().flatten().collect()
         });
         let client = kube::Client::new(service, "default");
         let state = State::default();

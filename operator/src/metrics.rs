@@ -83,6 +83,7 @@ pub struct Metrics {
     status_writes: Histogram,
     status_deferred: Counter,
     jobs_retired: Counter,
+    events_dropped: Counter,
     leader: Gauge,
     api_requests: Family<ApiRequestLabels, Counter>,
 }
@@ -105,6 +106,7 @@ impl Metrics {
             status_writes: Histogram::new(exponential_buckets(0.002, 2.0, 12)),
             status_deferred: Counter::default(),
             jobs_retired: Counter::default(),
+            events_dropped: Counter::default(),
             leader: Gauge::default(),
             api_requests: Family::default(),
         };
@@ -168,6 +170,11 @@ impl Metrics {
             "finished_jobs_deleted",
             "Jobs of ended tasks deleted after the finished-Job retention",
             metrics.jobs_retired.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events not published because the queue of Events to send was full",
+            metrics.events_dropped.clone(),
         );
         registry.register(
             "leader",
@@ -267,6 +274,11 @@ impl Metrics {
     /// Counts a finished task's Job deleted after the retention.
     pub fn finished_job_deleted(&self) {
         self.jobs_retired.inc();
+    }
+
+    /// Counts an Event dropped because the queue of Events to send was full (`events.rs`).
+    pub fn event_dropped(&self) {
+        self.events_dropped.inc();
     }
 
     /// Records whether this replica is the leader.

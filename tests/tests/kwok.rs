@@ -18,8 +18,8 @@ use mcp_task_operator_harness::kwok::{
     RUN_FOR_ANNOTATION, SHARED_TYPE, ensure_fake_nodes, fake_pod_template, place_on_fake_node,
 };
 use mcp_task_operator_harness::operator::{
-    WAIT, create_task, create_tool, events_for, failure_reason, poll_task, result_text,
-    status_message, tool, wait_completed, with_operator,
+    WAIT, create_task, create_tool, failure_reason, poll_task, result_text, status_message, tool,
+    wait_completed, wait_task_event, with_operator,
 };
 use mcp_task_operator_harness::{wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -372,7 +372,7 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
             "{:?}",
             done.status
         );
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "Failed").await;
         assert!(
             events
                 .iter()

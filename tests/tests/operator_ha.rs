@@ -12,8 +12,8 @@ use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, WAIT, answer, apply_example_tools, create_task, ensure_example_images,
-    events_for, result_text, status_message, task_pods, wait_pod_phase, wait_status, wait_task,
-    wait_terminal,
+    result_text, status_message, task_pods, wait_pod_phase, wait_status, wait_task,
+    wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -128,7 +128,7 @@ async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_a
             assert_eq!(uids, [job_uids[name].clone()], "Jobs of {name}");
             let ran = task_pods(&client, &ns, name).await;
             assert_eq!(ran.len(), 1, "pods of {name}: {ran:?}");
-            let events = events_for(&client, &ns, "McpTask", name).await;
+            let events = wait_task_event(&client, &ns, name, "JobCreated").await;
             let created = events.iter().filter(|e| e.reason == "JobCreated").count();
             assert_eq!(created, 1, "{events:#?}");
         }

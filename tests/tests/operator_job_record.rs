@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::operator::{
     Operator, apply_example_tools, assert_completed, create_task, ensure_example_images,
-    events_for, result_text, wait_terminal,
+    result_text, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -56,7 +56,7 @@ async fn a_job_recorded_by_a_leader_that_died_before_creating_it_is_created_once
         let owners = job.metadata.owner_references.clone().unwrap_or_default();
         assert_eq!(owners.len(), 1, "{owners:?}");
         assert_eq!(Some(&owners[0].uid), task.metadata.uid.as_ref());
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "JobCreated").await;
         let created = events.iter().filter(|e| e.reason == "JobCreated").count();
         assert_eq!(created, 1, "{events:#?}");
         let conditions = done.status.as_ref().map(|s| s.conditions.clone());

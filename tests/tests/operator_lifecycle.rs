@@ -13,8 +13,8 @@ use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, WAIT, apply_example_tools, create_task, create_task_with, create_tool,
-    ensure_example_images, events_for, request_cancel, shell_tool, status_message, task_pods,
-    wait_task, wait_task_event, wait_terminal,
+    ensure_example_images, request_cancel, shell_tool, status_message, task_pods, wait_task,
+    wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -277,7 +277,7 @@ async fn an_expired_task_is_deleted_with_its_job_and_pod() {
                 live_pods(&client, &ns, name).await.is_empty()
             })
             .await;
-            let events = events_for(&client, &ns, "McpTask", name).await;
+            let events = wait_task_event(&client, &ns, name, "Expired").await;
             assert!(events.iter().any(|e| e.reason == "Expired"), "{events:#?}");
         }
         // Deleted no earlier than it expired.

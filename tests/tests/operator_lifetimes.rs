@@ -15,7 +15,7 @@ use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     Operator, WAIT, apply_example_tools, assert_completed, create_task, create_task_with,
-    ensure_example_images, events_for, failure_reason, poll_task, result_text, status_message,
+    ensure_example_images, failure_reason, poll_task, result_text, status_message, wait_task_event,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -89,7 +89,7 @@ async fn a_tool_longer_than_its_ttl_completes_and_its_result_stays_readable() {
         assert!(result_text(&done).contains("outlives"), "{:?}", done.status);
         // Its lifetime grew past the request, and covers more than the run.
         assert!(longest_ttl > 25_000, "ttlMs {longest_ttl}");
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "TTLExtended").await;
         assert!(
             events.iter().any(|e| e.reason == "TTLExtended"),
             "{events:#?}"
@@ -110,7 +110,7 @@ async fn a_tool_longer_than_its_ttl_completes_and_its_result_stays_readable() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         assert!(Timestamp::now() >= expires, "deleted before {expires}");
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "Expired").await;
         assert!(events.iter().any(|e| e.reason == "Expired"), "{events:#?}");
     })
     .await;
@@ -153,7 +153,7 @@ async fn a_task_whose_job_someone_deletes_fails_as_job_deleted_and_gets_no_secon
         );
         assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
         assert_eq!(failure_reason(&done), "JobDeleted", "{:?}", done.status);
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "Failed").await;
         assert!(events.iter().any(|e| e.reason == "Failed"), "{events:#?}");
         // Exactly one Job, ever: one JobCreated Event, and no Job of the name now.
         let created = events.iter().filter(|e| e.reason == "JobCreated").count();

@@ -16,7 +16,8 @@ use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_crds::budget::MAX_ERROR_DATA_BYTES;
 use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, answer, create_task, create_tool, ensure_example_images, events_for,
-    failure_reason, result_text, shell_tool, status_message, wait_status, wait_task, wait_terminal,
+    failure_reason, result_text, shell_tool, status_message, wait_status, wait_task,
+    wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -122,7 +123,7 @@ async fn a_log_the_operator_cannot_read_fails_the_task_instead_of_completing_it(
                 && message.contains("could not be read to its end in 60 reads"),
             "{message}"
         );
-        let events = events_for(&client, &ns, "McpTask", &name).await;
+        let events = wait_task_event(&client, &ns, &name, "Failed").await;
         assert!(
             events
                 .iter()

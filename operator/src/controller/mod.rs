@@ -48,7 +48,7 @@ where
             tracing::warn!(error = %invalid.error, %kind, "cannot parse object");
             ctx.metrics.failed(controller, "invalid_object");
             let note = format!("The operator cannot read this {kind}: {}", invalid.error);
-            ctx.publish(guard, "InvalidObject", note, true).await;
+            ctx.publish(guard, "InvalidObject", note, true);
             Ok(Action::await_change())
         }
     };

@@ -123,8 +123,7 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
             "Discovering",
             format!("Running the server in Job {job_name} to list its tools"),
             false,
-        )
-        .await;
+        );
         write_status(
             server,
             ctx,
@@ -148,8 +147,7 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
             let already =
                 current.is_some_and(|s| s.conditions.iter().any(|c| c.reason == "DiscoveryFailed"));
             if !already {
-                ctx.publish(server, "DiscoveryFailed", why.clone(), true)
-                    .await;
+                ctx.publish(server, "DiscoveryFailed", why.clone(), true);
             }
             not_ready(server, ctx, "DiscoveryFailed", why).await
         }
@@ -185,8 +183,7 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
                 offer.offered.len(),
                 offer.skipped.len()
             );
-            ctx.publish(server, "Discovered", message.clone(), false)
-                .await;
+            ctx.publish(server, "Discovered", message.clone(), false);
             write_status(
                 server,
                 ctx,

@@ -116,12 +116,7 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
             action: "ReadLogs".to_owned(),
             secondary: None,
         };
-        let (events, reference) = (events.clone(), reference.clone());
-        tokio::spawn(async move {
-            if let Err(e) = events.publish(&event, &reference).await {
-                tracing::warn!(error = %e, "failed to publish Event");
-            }
-        });
+        events.send(&event, &reference);
     })
 }
 

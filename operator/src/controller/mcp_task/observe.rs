@@ -280,12 +280,64 @@ pub fn start_deadline(
     let (Workload::Starting { .. }, Some(pod)) = (&workload, pod) else {
         return workload;
     };
-    let status = pod.status.clone().unwrap_or_default();
+    match pod_deadlines(pod, limits).into_iter().find(|d| now >= d.at) {
+        Some(passed) => failed(passed.reason, Some(passed.detail)),
+        None => workload,
+    }
+}
+
+/// How often the `FailedCreate` Events of a Job whose pod is still missing past the refusal
+/// grace period are looked at again (they are not watched).
+pub const REFUSAL_POLL: SignedDuration = SignedDuration::from_secs(10);
+
+/// How long until a start deadline of a starting task can next pass: the soonest of the pod's
+/// ([`start_deadline`]) and, without a pod, the end of the refusal grace period
+/// ([`refusal_possible`]; past it, every [`REFUSAL_POLL`]). `None`: no clock runs, and only a
+/// change to the pod or the Job (whose watch events wake the task) can start one.
+pub fn start_wake(
+    pod: Option<&Pod>,
+    job: Option<&Job>,
+    limits: &StartLimits,
+    now: Timestamp,
+) -> Option<SignedDuration> {
+    let soonest = match (pod, job) {
+        (Some(pod), _) => pod_deadlines(pod, limits).into_iter().map(|d| d.at).min()?,
+        (None, Some(job)) => {
+            let status = job.status.as_ref()?;
+            if status.active.unwrap_or(0) > 0 {
+                return None;
+            }
+            let synced = status.start_time.as_ref()?.0;
+            synced.checked_add(limits.pod_refused_grace).ok()?
+        }
+        (None, None) => return None,
+    };
+    let left = soonest.duration_since(now);
+    Some(match left.is_positive() {
+        true => left,
+        false => REFUSAL_POLL,
+    })
+}
+
+/// A start deadline a starting pod is under.
+struct Deadline {
+    /// When it passes.
+    at: Timestamp,
+    /// The failure then.
+    reason: FailureReason,
+    detail: String,
+}
+
+/// The start deadlines `pod` is under, by what it waits for: a pull the kubelet retries, a
+/// missing Secret or ConfigMap, a place on a node.
+fn pod_deadlines(pod: &Pod, limits: &StartLimits) -> Vec<Deadline> {
+    let Some(status) = pod.status.as_ref() else {
+        return Vec::new();
+    };
     let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
     let started = status.start_time.as_ref().map(|t| t.0).or(created);
-    let past = |since: Option<Timestamp>, limit: SignedDuration| {
-        since.is_some_and(|t| now.duration_since(t) >= limit)
-    };
+    let grace = |limit: SignedDuration| format!(" (for more than {}s)", limit.as_secs());
+    let mut deadlines = Vec::new();
     let name = tool_container_name(pod);
     let waiting = status
         .container_statuses
@@ -294,17 +346,26 @@ pub fn start_deadline(
         .find(|c| c.name == name)
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.waiting.as_ref());
-    if let Some(w) = waiting {
+    if let (Some(w), Some(started)) = (waiting, started) {
         let reason = w.reason.as_deref().unwrap_or_default();
-        let detail = || Some(describe(w.reason.as_deref(), w.message.as_deref()));
-        let grace = |limit: SignedDuration| format!(" (for more than {}s)", limit.as_secs());
-        if RETRIED_PULL_REASONS.contains(&reason) && past(started, limits.image_pull_grace) {
-            let detail = detail().map(|d| d + &grace(limits.image_pull_grace));
-            return failed(FailureReason::ImagePullFailed, detail);
-        }
-        if reason == CONFIG_ERROR_REASON && past(started, limits.config_error_grace) {
-            let detail = detail().map(|d| d + &grace(limits.config_error_grace));
-            return failed(FailureReason::ContainerConfigError, detail);
+        let limit = match reason {
+            r if RETRIED_PULL_REASONS.contains(&r) => {
+                Some((limits.image_pull_grace, FailureReason::ImagePullFailed))
+            }
+            CONFIG_ERROR_REASON => Some((
+                limits.config_error_grace,
+                FailureReason::ContainerConfigError,
+            )),
+            _ => None,
+        };
+        if let Some((limit, failure)) = limit
+            && let Ok(at) = started.checked_add(limit)
+        {
+            deadlines.push(Deadline {
+                at,
+                reason: failure,
+                detail: describe(w.reason.as_deref(), w.message.as_deref()) + &grace(limit),
+            });
         }
     }
     let unschedulable = status
@@ -313,17 +374,17 @@ pub fn start_deadline(
         .flatten()
         .find(|c| c.type_ == "PodScheduled" && c.status == "False")
         .filter(|c| c.reason.as_deref() == Some("Unschedulable"));
-    if let Some(c) = unschedulable
-        && past(created, limits.unschedulable_after)
+    let limit = limits.unschedulable_after;
+    if let (Some(c), Some(created)) = (unschedulable, created)
+        && let Ok(at) = created.checked_add(limit)
     {
-        let detail = format!(
-            "{} (for more than {}s)",
-            describe(c.reason.as_deref(), c.message.as_deref()),
-            limits.unschedulable_after.as_secs()
-        );
-        return failed(FailureReason::Unschedulable, Some(detail));
+        deadlines.push(Deadline {
+            at,
+            reason: FailureReason::Unschedulable,
+            detail: describe(c.reason.as_deref(), c.message.as_deref()) + &grace(limit),
+        });
     }
-    workload
+    deadlines
 }
 
 /// Whether the Job's pods have been refused for longer than the grace period: `refused_since`
@@ -392,3 +453,5 @@ fn describe(reason: Option<&str>, message: Option<&str>) -> String {
 mod tests;
 #[cfg(test)]
 mod tests_refused;
+#[cfg(test)]
+mod tests_wake;

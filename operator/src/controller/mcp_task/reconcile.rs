@@ -53,9 +53,6 @@ pub const CONTROLLER: &str = "mcptask";
 /// it was read (its watch event brings it back sooner, as a rule).
 const STALE_RETRY: Duration = Duration::from_millis(500);
 
-/// How often a task whose pod has not started is looked at again, for its start deadlines.
-const START_POLL: Duration = Duration::from_secs(2);
-
 /// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
 /// for a change. Its span joins the task's trace (the front end's `tools/call` span, from the
 /// `mcptasks.io/traceparent` annotation) when there is one.
@@ -161,14 +158,18 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         ensure::Ensured::Go { task, job } => (task, job),
     };
     // 4. Observe.
-    let (pods, workload) = match inspect::step(&task, ctx, &ids, job.as_ref(), cancel_at, now)
-        .await?
-    {
-        inspect::Inspected::Finish(decision) => {
-            return write::step(&task, ctx, &ids.uid, &decision, job.as_ref(), waits, now).await;
-        }
-        inspect::Inspected::Seen { pods, workload } => (pods, workload),
-    };
+    let (pods, workload, start_wake) =
+        match inspect::step(&task, ctx, &ids, job.as_ref(), cancel_at, now).await? {
+            inspect::Inspected::Finish(decision) => {
+                return write::step(&task, ctx, &ids.uid, &decision, job.as_ref(), waits, now)
+                    .await;
+            }
+            inspect::Inspected::Seen {
+                pods,
+                workload,
+                start_wake,
+            } => (pods, workload, start_wake),
+        };
     // A Job waiting for its queue, or retrying a disruption, is not failing; one its queue
     // took back is, unless it retries.
     let pod = select_pod(&pods);
@@ -178,9 +179,10 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         followed: followed.as_ref().map(|c| c.pod_uid.as_str()),
     };
     let workload = attempts::adjust(workload, job.as_ref(), seen);
-    // Nothing need change on the objects for a start grace period to end: look again.
+    // Nothing need change on the objects for a start grace period to end: look again then
+    // (any other change to the start comes as a watch event of the pod or the Job).
     if matches!(workload, Workload::Starting { .. }) {
-        waits.push(START_POLL);
+        waits.extend(start_wake);
     }
     // 5. Follow.
     let (follow_state, workload) =

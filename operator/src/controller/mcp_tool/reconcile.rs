@@ -82,8 +82,7 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
     }
     if changed {
         let warning = result.is_err();
-        ctx.publish(tool, &condition.reason, condition.message.clone(), warning)
-            .await;
+        ctx.publish(tool, &condition.reason, condition.message.clone(), warning);
     }
     Ok(match result {
         Err(ToolInvalid::DuplicateName { .. }) => Action::requeue(DUPLICATE_RECHECK),

@@ -9,7 +9,7 @@ pub(super) fn job(status: &str) -> Job {
     .unwrap()
 }
 
-fn pod(yaml: &str) -> Pod {
+pub(super) fn pod(yaml: &str) -> Pod {
     let base = "apiVersion: v1\nkind: Pod\nmetadata: {name: t-x}\n\
                 spec: {containers: [{name: main, image: i}]}\n";
     serde_yaml::from_str(&format!("{base}{yaml}")).unwrap()

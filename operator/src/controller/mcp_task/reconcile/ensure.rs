@@ -18,7 +18,7 @@ use super::super::job_record::{self, Missing};
 use super::super::nonce;
 use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
 use super::super::outcome::{Decision, Outcome};
-use super::{Ids, STALE_RETRY, START_POLL, queue};
+use super::{Ids, STALE_RETRY, queue};
 use crate::config::Config;
 use crate::context::Context;
 use crate::error::Result;
@@ -27,6 +27,9 @@ use crate::policy::check_job;
 /// How long from its creation a task waits for the Job of an earlier task of the same name to
 /// be deleted (by garbage collection, within seconds as a rule) before it fails (JobConflict).
 pub const EARLIER_JOB_WAIT: SignedDuration = SignedDuration::from_secs(60);
+/// How often a task waiting for an earlier task's Job to go looks again (besides that Job's
+/// watch events, which wake it: the Jobs share the task's name).
+const EARLIER_JOB_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What to do about the task's Job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +147,7 @@ pub async fn step<'a>(
                 return Ok(Ensured::Finish {
                     task,
                     decision,
-                    poll: Some(START_POLL),
+                    poll: Some(EARLIER_JOB_POLL),
                 });
             }
             Plan::Create { record } => {
@@ -167,7 +170,7 @@ pub async fn step<'a>(
                 match apply::create_job(client, &ids.namespace, &desired).await? {
                     apply::Created::Job(created) => {
                         let note = format!("Created Job {}", ids.name);
-                        ctx.publish(task.as_ref(), "JobCreated", note, false).await;
+                        ctx.publish(task.as_ref(), "JobCreated", note, false);
                         job = Some(*created);
                     }
                     apply::Created::Refused(message) => {

@@ -45,7 +45,7 @@ pub async fn step<'a>(
             ctx.followers.stop(&ids.uid);
             ctx.record_write(&ids.uid, true);
             let note = "Task TTL elapsed; deleting the task".to_owned();
-            ctx.publish(task, "Expired", note, false).await;
+            ctx.publish(task, "Expired", note, false);
             apply::delete_task(&ctx.client, &ids.namespace, &ids.name).await?;
             Ok(Expired::Stop(Action::await_change()))
         }
@@ -56,7 +56,7 @@ pub async fn step<'a>(
                     let note = "The task's TTL is ending while it still runs: its expiry \
                                 moves ahead while it runs"
                         .to_owned();
-                    ctx.publish(task, "TTLExtended", note, false).await;
+                    ctx.publish(task, "TTLExtended", note, false);
                 }
                 go(
                     Cow::Owned(with_expiry(task, to)),

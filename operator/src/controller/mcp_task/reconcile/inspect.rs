@@ -11,7 +11,7 @@ use super::super::apply::{self, PodSync};
 use super::super::cache;
 use super::super::observe::{
     FailureReason, StartLimits, Workload, observe_workload, pods_refused, refusal_possible,
-    select_pod, start_deadline,
+    select_pod, start_deadline, start_wake,
 };
 use super::super::outcome::{self, Decision, Outcome};
 use super::Ids;
@@ -30,6 +30,8 @@ pub enum Inspected {
         pods: Vec<Pod>,
         /// What the workload does, start deadlines applied.
         workload: Workload,
+        /// How long until a start deadline can next pass (for a task still starting).
+        start_wake: Option<Duration>,
     },
 }
 
@@ -82,7 +84,12 @@ pub async fn step(
             recheck_after: None,
         }));
     }
-    Ok(Inspected::Seen { pods, workload })
+    let start_wake = start_wake(pod, job, &limits, now).and_then(|d| Duration::try_from(d).ok());
+    Ok(Inspected::Seen {
+        pods,
+        workload,
+        start_wake,
+    })
 }
 
 /// The start grace periods and deadline of `config`, for [`start_deadline`].

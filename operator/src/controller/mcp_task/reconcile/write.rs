@@ -128,8 +128,7 @@ pub async fn step(
             if let Some(event) = transition_event(current.map(|s| s.status), &outcome) {
                 ctx.metrics.transition(event.reason);
                 signals::record_end(&ctx.metrics, &outcome, cancel_requested_at(task), now);
-                ctx.publish(task, event.reason, event.note, event.warning)
-                    .await;
+                ctx.publish(task, event.reason, event.note, event.warning);
             }
             if terminal {
                 ctx.record_ended(uid);

@@ -123,17 +123,30 @@ async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_fa
     assert_eq!(action, Action::requeue(LOGS_PENDING));
 }
 
-/// Reconciles a task whose Job (with `job_status`) is cached and has no pod in the cache.
-async fn starting_with(job_status: Value, calls: Vec<Call>) -> Vec<Value> {
+/// When `action` requeues, in seconds (kube's `Action` shows it only in its `Debug`).
+fn requeue_secs(action: &Action) -> f64 {
+    let shown = format!("{action:?}");
+    let secs = shown
+        .split("Some(")
+        .nth(1)
+        .and_then(|rest| rest.split("s)").next())
+        .unwrap_or_else(|| panic!("no requeue in {shown}"));
+    secs.parse()
+        .unwrap_or_else(|_| panic!("no seconds in {shown}"))
+}
+
+/// Reconciles a task whose Job (with `job_status`) is cached and has no pod in the cache, at
+/// `now`.
+async fn starting_with(job_status: Value, calls: Vec<Call>, now: &str) -> (Action, Vec<Value>) {
     let task = live_task();
     let mut job = job_json();
     job["status"] = job_status;
     let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
     ctx.caches.set(caches(vec![job], vec![])).unwrap();
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+    let action = super::super::reconcile_task(&task, &ctx, now.parse().unwrap())
         .await
         .unwrap();
-    server.await.unwrap()
+    (action, server.await.unwrap())
 }
 
 #[tokio::test]
@@ -144,26 +157,47 @@ async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused()
         status_call(&task),
         Call::event("tools"),
     ];
-    // Not synced by the Job controller yet, or its pod not in the cache yet: no request.
+    let now = "2020-01-01T00:00:10Z";
+    // Not synced by the Job controller yet, or its pod not in the cache yet: no request, and
+    // no clock runs (the pod's or the Job's next change wakes the task; else the resync).
     for status in [
         json!({}),
         json!({"startTime": "2020-01-01T00:00:00Z", "active": 1}),
     ] {
-        let bodies = starting_with(status, waiting.clone()).await;
+        let (action, bodies) = starting_with(status, waiting.clone(), now).await;
         assert_eq!(
             bodies[1]["status"]["statusMessage"],
             "Waiting for the Job to create a pod"
         );
+        assert!(
+            requeue_secs(&action) >= 300.0,
+            "the resync (300 s and up): {action:?}"
+        );
     }
-    // Synced long ago, and no pod: its FailedCreate Events are read.
+    // Synced 10 s ago: looked at again when a refusal could count (the grace period, 30 s).
+    let (action, _) = starting_with(
+        json!({"startTime": "2020-01-01T00:00:00Z"}),
+        waiting.clone(),
+        now,
+    )
+    .await;
+    assert_eq!(action, Action::requeue(Duration::from_secs(20)));
+    // Synced long ago, and no pod: its FailedCreate Events are read, and again later.
     let refused = vec![
         Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
         Call::ok(Method::GET, EVENTS, no_events()),
         status_call(&task),
         Call::event("tools"),
     ];
-    let bodies = starting_with(json!({"startTime": "2020-01-01T00:00:00Z"}), refused).await;
+    let (action, bodies) = starting_with(
+        json!({"startTime": "2020-01-01T00:00:00Z"}),
+        refused,
+        "2020-01-01T00:05:00Z",
+    )
+    .await;
     assert_eq!(bodies[2]["status"]["status"], "working");
+    let poll = Duration::try_from(crate::controller::mcp_task::observe::REFUSAL_POLL).unwrap();
+    assert_eq!(action, Action::requeue(poll));
 }
 
 #[tokio::test]
