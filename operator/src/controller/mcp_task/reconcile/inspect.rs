@@ -60,16 +60,21 @@ pub async fn step(
     let pod = select_pod(&pods);
     let limits = start_limits(&ctx.config);
     let mut workload = start_deadline(observe_workload(job, pod), pod, &limits, now);
+    let mut wake = start_wake(pod, job, &limits, now);
     if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, job)
         && refusal_possible(job, &limits, now)
         && let Some((since, message)) =
             apply::pods_refused_since(client, &ids.namespace, job).await?
-        && pods_refused(&workload, pod, Some(since), &limits, now)
     {
-        workload = Workload::Failed {
-            reason: FailureReason::PodRefused,
-            detail: Some(message),
-        };
+        if pods_refused(&workload, pod, Some(since), &limits, now) {
+            workload = Workload::Failed {
+                reason: FailureReason::PodRefused,
+                detail: Some(message),
+            };
+        } else if let Ok(counts) = since.checked_add(limits.pod_refused_grace) {
+            // Refused since a moment after the Job's sync: look again when it counts.
+            wake = Some(counts.duration_since(now));
+        }
     }
     if let Some(pod) = pod
         && let PodSync::AnswersTooLarge(detail) =
@@ -84,11 +89,10 @@ pub async fn step(
             recheck_after: None,
         }));
     }
-    let start_wake = start_wake(pod, job, &limits, now).and_then(|d| Duration::try_from(d).ok());
     Ok(Inspected::Seen {
         pods,
         workload,
-        start_wake,
+        start_wake: wake.and_then(|d| Duration::try_from(d).ok()),
     })
 }
 

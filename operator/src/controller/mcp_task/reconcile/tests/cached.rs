@@ -198,6 +198,21 @@ async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused()
     assert_eq!(bodies[2]["status"]["status"], "working");
     let poll = Duration::try_from(crate::controller::mcp_task::observe::REFUSAL_POLL).unwrap();
     assert_eq!(action, Action::requeue(poll));
+    // Refused from 5 s after the sync: looked at again when that refusal counts (30 s on).
+    let refusal = json!({"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": {},
+        "items": [{"metadata": {"name": "e1", "namespace": "tools"}, "reason": "FailedCreate",
+                   "eventTime": "2020-01-01T00:00:05.000000Z", "note": "exceeded quota",
+                   "reportingController": "job-controller", "reportingInstance": "kcm"}]});
+    let refused_lately = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        Call::ok(Method::GET, EVENTS, refusal),
+        status_call(&task),
+        Call::event("tools"),
+    ];
+    let synced = json!({"startTime": "2020-01-01T00:00:00Z"});
+    let (action, bodies) = starting_with(synced, refused_lately, "2020-01-01T00:00:31Z").await;
+    assert_eq!(bodies[2]["status"]["status"], "working");
+    assert_eq!(action, Action::requeue(Duration::from_secs(4)));
 }
 
 #[tokio::test]
