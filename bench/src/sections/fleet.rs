@@ -250,9 +250,9 @@ pub async fn run(
             total(&jobs.requests) / count as f64
         ),
         format!(
-            "{:.0} ({:.0} bare)",
-            tasks.etcd_bytes / count as f64,
-            jobs.etcd_bytes / count as f64
+            "{} ({} bare)",
+            bytes_per_task(tasks.etcd_bytes, count),
+            bytes_per_task(jobs.etcd_bytes, count)
         ),
         format!(
             "{:.0} req/s · p50 {} · p99 {}",
@@ -437,4 +437,13 @@ fn breakdown(requests: &[(reading::RequestKey, f64)], count: usize) -> String {
 
 fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
+}
+
+/// etcd bytes added per task; etcd's compaction may free more than a run adds (the space of
+/// the baseline's deleted Jobs, old revisions), which leaves nothing to report.
+fn bytes_per_task(added: f64, count: usize) -> String {
+    match added >= 0.0 {
+        true => format!("{:.0}", added / count as f64),
+        false => "n/a (etcd compacted more than the run added)".to_owned(),
+    }
 }
