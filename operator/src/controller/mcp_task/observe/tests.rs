@@ -87,7 +87,7 @@ pub(super) fn at(time: &str) -> Timestamp {
 }
 
 /// A pending pod created and taken by the kubelet at 12:00:00, its tool container in `state`.
-fn pending(state: &str) -> Pod {
+pub(super) fn pending(state: &str) -> Pod {
     pod(&format!(
         "status: {{phase: Pending, startTime: '2026-08-01T12:00:00Z', containerStatuses: \
          [{{name: main, image: i, imageID: '', ready: false, restartCount: 0, state: {state}}}]}}"

@@ -2,7 +2,7 @@
 
 use k8s_openapi::jiff::SignedDuration;
 
-use super::tests::{LIMITS, at, job, pod};
+use super::tests::{LIMITS, at, job, pending, pod};
 use super::{REFUSAL_POLL, start_deadline, start_wake};
 use super::{Workload, observe_workload};
 
@@ -42,11 +42,7 @@ fn a_starting_pod_is_looked_at_again_when_its_soonest_deadline_passes_and_then_f
         start_wake(Some(&unschedulable), Some(&active), &LIMITS, now),
         secs(210)
     );
-    let missing_secret = pod(
-        "status: {phase: Pending, startTime: '2026-08-01T12:00:00Z', containerStatuses: \
-         [{name: main, image: i, imageID: '', ready: false, restartCount: 0, \
-         state: {waiting: {reason: CreateContainerConfigError}}}]}",
-    );
+    let missing_secret = pending("{waiting: {reason: CreateContainerConfigError}}");
     assert_eq!(
         start_wake(Some(&missing_secret), Some(&active), &LIMITS, now),
         Some(REFUSAL_POLL),
@@ -59,11 +55,7 @@ fn a_start_with_no_clock_running_waits_for_a_change_of_its_pod_or_job() {
     let now = at("2026-08-01T12:10:00Z");
     let active = job("{active: 1}");
     // Scheduled, the image being pulled: only the pod's next status changes anything.
-    let creating = pod(
-        "status: {phase: Pending, startTime: '2026-08-01T12:00:00Z', containerStatuses: \
-         [{name: main, image: i, imageID: '', ready: false, restartCount: 0, \
-         state: {waiting: {reason: ContainerCreating}}}]}",
-    );
+    let creating = pending("{waiting: {reason: ContainerCreating}}");
     assert_eq!(
         start_wake(Some(&creating), Some(&active), &LIMITS, now),
         None
