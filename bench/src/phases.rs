@@ -1,5 +1,6 @@
 //! When the cluster did what, per task: a watch on the Jobs and pods of one namespace records
-//! the first time each Job was seen, each pod was seen running and each pod was seen stopped.
+//! the first time each Job was seen and seen succeeded, each pod was seen running and each pod
+//! was seen stopped.
 //! With the operator's [`mcp_task_operator_harness::operator::TaskRecorder`] this splits a
 //! task's life into phases.
 
@@ -22,6 +23,8 @@ const TASK_LABEL: &str = "mcptasks.io/task";
 pub struct Phases {
     /// The Job appeared.
     pub job: Option<SystemTime>,
+    /// The Job's status counted a succeeded pod.
+    pub succeeded: Option<SystemTime>,
     /// The pod's container was running (or had already run).
     pub running: Option<SystemTime>,
     /// The pod's container had stopped.
@@ -50,11 +53,13 @@ impl PhaseRecorder {
             while let Some(event) = stream.next().await {
                 if let Ok(job) = event {
                     let now = SystemTime::now();
+                    let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) > 0;
                     let mut seen = job_seen.lock().unwrap_or_else(PoisonError::into_inner);
-                    seen.entry(job.name_any())
-                        .or_default()
-                        .job
-                        .get_or_insert(now);
+                    let phases = seen.entry(job.name_any()).or_default();
+                    phases.job.get_or_insert(now);
+                    if succeeded {
+                        phases.succeeded.get_or_insert(now);
+                    }
                 }
             }
         });

@@ -124,28 +124,9 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let identity = match &state.auth {
-        Auth::None => Arc::new(Identity::anonymous()),
-        Auth::Unavailable => return unauthorized(&state, None),
-        Auth::Bearer(authenticator) => {
-            let Some(token) = bearer_token(&request) else {
-                return unauthorized(&state, None);
-            };
-            // A replica cut off from the API server refuses every request anyway (see
-            // `routes::unavailable_reason`): say so at once, as JSON-RPC, rather than wait for
-            // a review that cannot answer.
-            if !state.api_health.is_reachable() {
-                return refuse_unavailable(&[], crate::error::API_SERVER_UNREACHABLE);
-            }
-            match authenticator.authenticate(token).await {
-                Ok(Some(identity)) => identity,
-                Ok(None) => return unauthorized(&state, Some("invalid_token")),
-                Err(error) => {
-                    tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
-                    return refuse_unavailable(&[], crate::error::AUTHENTICATION_UNAVAILABLE);
-                }
-            }
-        }
+    let identity = match identify(&state, request.headers()).await {
+        Ok(identity) => identity,
+        Err(refusal) => return refusal,
     };
     request
         .extensions_mut()
@@ -154,12 +135,49 @@ pub async fn authenticate(
     next.run(request).await
 }
 
-fn bearer_token(request: &Request) -> Option<&str> {
-    let value = request
-        .headers()
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+/// The caller a request with `headers` comes from, or the response that refuses it.
+pub async fn identify(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<Arc<Identity>, Response> {
+    match &state.auth {
+        Auth::None => {
+            // Built once: every request shares it.
+            static ANONYMOUS_IDENTITY: std::sync::LazyLock<Arc<Identity>> =
+                std::sync::LazyLock::new(|| Arc::new(Identity::anonymous()));
+            Ok(ANONYMOUS_IDENTITY.clone())
+        }
+        Auth::Unavailable => Err(unauthorized(state, None)),
+        Auth::Bearer(authenticator) => {
+            let Some(token) = bearer_token(headers) else {
+                return Err(unauthorized(state, None));
+            };
+            // A replica cut off from the API server refuses every request anyway (see
+            // `routes::unavailable_reason`): say so at once, as JSON-RPC, rather than wait for
+            // a review that cannot answer.
+            if !state.api_health.is_reachable() {
+                return Err(refuse_unavailable(
+                    &[],
+                    crate::error::API_SERVER_UNREACHABLE,
+                ));
+            }
+            match authenticator.authenticate(token).await {
+                Ok(Some(identity)) => Ok(identity),
+                Ok(None) => Err(unauthorized(state, Some("invalid_token"))),
+                Err(error) => {
+                    tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
+                    Err(refuse_unavailable(
+                        &[],
+                        crate::error::AUTHENTICATION_UNAVAILABLE,
+                    ))
+                }
+            }
+        }
+    }
+}
+
+fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

@@ -2,8 +2,8 @@
 //! caller is answered from bytes serialized once per task state ([`answers`]), with the
 //! request's `id` spliced in, without rmcp's per-request service.
 //!
-//! It runs behind the same layers as the full path (Host/Origin, body limit, timeout,
-//! authentication) and keeps its rules: a terminal task is served from the cache; any other
+//! It runs in front of the router ([`front`]), with the checks of its layer stack (Host/Origin,
+//! timeout, concurrency limit, authentication) in one pass, and keeps the full path's rules: a terminal task is served from the cache; any other
 //! state only once a confirm read shows it current ([`flight`], shared by concurrent polls),
 //! so status never goes backwards (`docs/CONFORMANCE.md#status-never-backwards`); both poll
 //! limits apply; the request and task-request metrics count it. Everything else (a task that
@@ -18,11 +18,11 @@ use axum::response::{IntoResponse, Response};
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::task_id;
 
-use crate::auth::Caller;
 use crate::state::AppState;
 
 pub mod answers;
 pub mod flight;
+pub mod front;
 pub mod request;
 
 use answers::{Answer, Answers};
@@ -54,11 +54,12 @@ impl FastGet {
     }
 }
 
-/// The response to `poll` by `caller`, or `None` when the full path must answer it.
+/// The response to `poll` by `caller` (the authenticated user), or `None` when the full path
+/// must answer it.
 pub async fn answer(
     state: &AppState,
     fast: &FastGet,
-    caller: &Caller,
+    caller: &str,
     poll: &request::Poll,
     arrived: std::time::Instant,
 ) -> Option<Response> {
@@ -69,7 +70,7 @@ pub async fn answer(
     // Tokio's clock, as the full path's limits use it.
     let now = tokio::time::Instant::now().into_std();
     if let Some(limiter) = &state.poll_limiter
-        && limiter.peek(caller.as_str(), now).is_err()
+        && limiter.peek(caller, now).is_err()
     {
         return None;
     }
@@ -82,7 +83,7 @@ pub async fn answer(
         }
     };
     let servable = |answer: &Answer| {
-        answer.owner == caller.as_str() && !answer.deleted && !answer.is_expired(Timestamp::now())
+        answer.owner == caller && !answer.deleted && !answer.is_expired(Timestamp::now())
     };
     if !servable(&cached) {
         return None;
@@ -118,7 +119,7 @@ pub async fn answer(
     state.metrics.served_poll(arrived.elapsed());
     fast.served.fetch_add(1, Ordering::Relaxed);
     let body = answer.render(&request::id_json(&poll.id), interval_ms);
-    let mut response = (StatusCode::OK, body).into_response();
+    let mut response = (StatusCode::OK, axum::body::Body::new(body)).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

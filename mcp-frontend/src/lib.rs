@@ -64,6 +64,6 @@ pub use error::{Error, Result};
 pub use state::AppState;
 
 /// The whole HTTP application over `state`; tests drive it without a socket.
-pub fn app(state: AppState) -> axum::Router {
-    routes::router(state)
+pub fn app(state: AppState) -> fastget::front::Front<axum::Router> {
+    fastget::front::Front::new(state.clone(), routes::router(state))
 }

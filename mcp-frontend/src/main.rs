@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let (tasks, task_watch) = KubeTaskStore::watched(
         client.clone(),
         &config.namespace,
-        health.subscribe(),
+        health.clone(),
         config.api_timeout,
     );
     let (tools, tool_watch) = KubeToolCatalog::new(client.clone(), &config.namespace);
@@ -83,7 +83,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             tracing::warn!(%error, "failed to set TCP_NODELAY");
         }
     });
-    let served = axum::serve(listener, app(state))
+    let app = axum::ServiceExt::<axum::extract::Request>::into_make_service(app(state));
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("shutting down");

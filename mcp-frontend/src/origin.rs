@@ -23,28 +23,45 @@ pub async fn check_host_and_origin(
     request: Request,
     next: Next,
 ) -> Response {
-    let host = request_host(&request);
-    if !host.is_some_and(|h| host_allowed(h, &config.allowed_hosts)) {
-        tracing::warn!(host = ?host, "refused request: Host not allowed");
-        return forbidden("Host header is not allowed");
+    match refusal(&config, &request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin.to_str().is_ok_and(|o| {
-            if config.allowed_origins.is_empty() {
-                origin_on_allowed_host(o, &config.allowed_hosts)
-            } else {
-                origin_allowed(o, &config.allowed_origins)
-            }
-        });
-        if !allowed {
-            tracing::warn!(origin = ?origin, "refused request: Origin not allowed");
-            return forbidden("Origin header is not allowed");
-        }
-    }
-    next.run(request).await
 }
 
-fn request_host(request: &Request) -> Option<&str> {
+/// The 403 for `request` when its `Host` or `Origin` is not allowed.
+pub fn refusal<B>(config: &Config, request: &axum::http::Request<B>) -> Option<Response> {
+    if refused_header(config, request)? == header::HOST {
+        tracing::warn!(host = ?request_host(request), "refused request: Host not allowed");
+        Some(forbidden("Host header is not allowed"))
+    } else {
+        let origin = request.headers().get(header::ORIGIN);
+        tracing::warn!(origin = ?origin, "refused request: Origin not allowed");
+        Some(forbidden("Origin header is not allowed"))
+    }
+}
+
+/// Which of `Host` and `Origin` makes `request` refused, if one does.
+pub fn refused_header<B>(
+    config: &Config,
+    request: &axum::http::Request<B>,
+) -> Option<header::HeaderName> {
+    if !request_host(request).is_some_and(|h| host_allowed(h, &config.allowed_hosts)) {
+        return Some(header::HOST);
+    }
+    let origin = request.headers().get(header::ORIGIN)?;
+    let allowed = origin.to_str().is_ok_and(|o| {
+        if config.allowed_origins.is_empty() {
+            origin_on_allowed_host(o, &config.allowed_hosts)
+        } else {
+            origin_allowed(o, &config.allowed_origins)
+        }
+    });
+    (!allowed).then_some(header::ORIGIN)
+}
+
+/// The `Host` header, or the authority of the request's URI (HTTP/2).
+fn request_host<B>(request: &axum::http::Request<B>) -> Option<&str> {
     host_header(request.headers()).or_else(|| request.uri().authority().map(|a| a.as_str()))
 }
 

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
-use tower::limit::ConcurrencyLimitLayer;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -39,8 +39,8 @@ struct McpRoute {
     rmcp: McpService,
 }
 
-/// The whole application: `/mcp` behind the layer stack, then the probes (outside the trace
-/// layer, so they stay out of the logs).
+/// The router: `/mcp` behind the layer stack, then the probes (outside the trace layer, so
+/// they stay out of the logs). [`crate::app`] puts the `tasks/get` fast path in front of it.
 pub fn router(state: AppState) -> Router {
     let config = state.config.clone();
     let handler_state = state.clone();
@@ -65,7 +65,9 @@ pub fn router(state: AppState) -> Router {
             config.clone(),
             origin::check_host_and_origin,
         ))
-        .layer(ConcurrencyLimitLayer::new(config.max_concurrent_requests))
+        .layer(GlobalConcurrencyLimitLayer::with_semaphore(
+            state.requests.clone(),
+        ))
         .layer(RequestBodyLimitLayer::new(config.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
@@ -122,18 +124,9 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
     trim_mcp_headers(&mut parts.headers);
     let max_body_bytes = route.state.config.max_body_bytes;
     let Ok(bytes) = to_bytes(body, max_body_bytes).await else {
-        // The same words as rmcp's (and tower-http's, for a too large Content-Length) 413.
-        let message = format!("Payload Too Large: request body exceeds {max_body_bytes} bytes");
-        return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+        return payload_too_large(max_body_bytes);
     };
     let unavailable = unavailable_reason(&route.state);
-    if unavailable.is_none()
-        && let Some(response) = fast_get(&route.state, &parts, &bytes, started).await
-    {
-        // Counted by the fast path itself (`Metrics::served_poll`).
-        tracing::Span::current().record("mcp.method", "tasks/get");
-        return response;
-    }
     let method = body::peek_method(&bytes);
     tracing::Span::current().record("mcp.method", method.as_deref());
     let mut response = if let Some(reason) = unavailable {
@@ -173,24 +166,17 @@ async fn post_message(State(route): State<McpRoute>, request: Request) -> Respon
     response
 }
 
-/// The fast path's answer to a plain `tasks/get` poll ([`crate::fastget`]); `None` sends the
-/// request down the full path.
-async fn fast_get(
-    state: &AppState,
-    parts: &axum::http::request::Parts,
-    bytes: &[u8],
-    arrived: Instant,
-) -> Option<Response> {
-    let fast = state.fast_get.as_deref()?;
-    let caller = crate::auth::Caller::from_parts(parts)?;
-    let poll = crate::fastget::request::parse(&parts.headers, bytes)?;
-    crate::fastget::answer(state, fast, caller, &poll, arrived).await
+/// The answer to a body that could not be read within `max_body_bytes`: the same words as
+/// rmcp's (and tower-http's, for a too large Content-Length) 413.
+pub(crate) fn payload_too_large(max_body_bytes: usize) -> Response {
+    let message = format!("Payload Too Large: request body exceeds {max_body_bytes} bytes");
+    (StatusCode::PAYLOAD_TOO_LARGE, message).into_response()
 }
 
 /// Why this replica cannot serve `/mcp` now: the Kubernetes API server is out of reach (its
 /// task cache no longer moves, and writes would hang), or the task cache is (re)loading (it
 /// could show a task's older state than another replica already did).
-fn unavailable_reason(state: &AppState) -> Option<&'static str> {
+pub(crate) fn unavailable_reason(state: &AppState) -> Option<&'static str> {
     if !state.api_health.is_reachable() {
         Some(crate::error::API_SERVER_UNREACHABLE)
     } else if !state.tasks.is_synced() {

@@ -41,6 +41,9 @@ pub struct AppState {
     pub authz: Authz,
     /// Permits for open `subscriptions/listen` streams.
     pub subscriptions: Arc<Semaphore>,
+    /// Permits for `/mcp` requests being served (`MAX_CONCURRENT_REQUESTS`), shared by the
+    /// layer stack and the `tasks/get` fast path in front of it.
+    pub requests: Arc<Semaphore>,
     /// The per-caller `tasks/get` limit for IDs that are not the caller's tasks, when
     /// configured.
     pub poll_limiter: Option<Arc<RateLimiter>>,
@@ -81,6 +84,7 @@ impl AppState {
             auth,
             authz,
             subscriptions: Arc::new(Semaphore::new(config.max_subscriptions)),
+            requests: Arc::new(Semaphore::new(config.max_concurrent_requests)),
             poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
                 let rate = config.poll_rate_per_second;
                 Arc::new(RateLimiter::new(rate, rate * 2.0))

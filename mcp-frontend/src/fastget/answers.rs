@@ -1,11 +1,16 @@
 //! Serialized `tasks/get` answers, one per task state: built the first time a state is
 //! polled, then copied into each response with the request's `id` (and, for a task not yet
-//! terminal, the `pollIntervalMs` advised at that moment) spliced in.
+//! terminal, the `pollIntervalMs` advised at that moment) spliced in. The response body is
+//! those pieces as they are ([`Chunks`]): a large answer is not copied per poll.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use mcp_task_operator_crds::McpTask;
@@ -108,28 +113,69 @@ impl Answer {
     }
 
     /// The whole JSON-RPC response: `{"jsonrpc":"2.0","id":<id>,"result":<answer>}`, advising
-    /// `interval_ms` when the interval is spliced.
-    pub fn render(&self, id_json: &[u8], interval_ms: Option<u64>) -> Bytes {
+    /// `interval_ms` when the interval is spliced. Only the parts around the kept bytes are
+    /// new; the kept bytes are shared, not copied.
+    pub fn render(&self, id_json: &[u8], interval_ms: Option<u64>) -> Chunks {
         const PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
         const RESULT: &[u8] = b",\"result\":";
-        let mut out = BytesMut::with_capacity(
-            PREFIX.len() + id_json.len() + RESULT.len() + self.head.len() + self.tail.len() + 24,
-        );
-        out.put_slice(PREFIX);
-        out.put_slice(id_json);
-        out.put_slice(RESULT);
-        out.put_slice(&self.head);
+        let mut start = Vec::with_capacity(PREFIX.len() + id_json.len() + RESULT.len());
+        start.extend_from_slice(PREFIX);
+        start.extend_from_slice(id_json);
+        start.extend_from_slice(RESULT);
+        let mut parts = VecDeque::with_capacity(5);
+        parts.push_back(Bytes::from(start));
+        parts.push_back(self.head.clone());
         if self.poll.is_some() {
-            out.put_slice(interval_ms.unwrap_or_default().to_string().as_bytes());
-            out.put_slice(&self.tail);
+            let digits = interval_ms.unwrap_or_default().to_string();
+            parts.push_back(Bytes::from(digits));
+            parts.push_back(self.tail.clone());
         }
-        out.put_u8(b'}');
-        out.freeze()
+        parts.push_back(Bytes::from_static(b"}"));
+        Chunks::new(parts)
     }
 
     /// The bytes this answer holds.
     pub fn size(&self) -> usize {
         self.head.len() + self.tail.len() + self.version.len() + self.owner.len()
+    }
+}
+
+/// A response body of a few byte pieces, each sent as it is (hyper writes them to the socket
+/// in one vectored write), with its exact length known up front (`Content-Length`).
+#[derive(Debug)]
+pub struct Chunks {
+    parts: VecDeque<Bytes>,
+    len: u64,
+}
+
+impl Chunks {
+    fn new(parts: VecDeque<Bytes>) -> Self {
+        let len = parts.iter().map(|p| p.len() as u64).sum();
+        Self { parts, len }
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let part = self.parts.pop_front();
+        if let Some(part) = &part {
+            self.len -= part.len() as u64;
+        }
+        Poll::Ready(part.map(|p| Ok(Frame::data(p))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len)
     }
 }
 
@@ -232,8 +278,11 @@ mod tests {
                     &super::super::request::id_json(&id),
                     answer.poll_interval_ms(now),
                 );
+                let length = http_body::Body::size_hint(&spliced).exact();
+                let spliced: Vec<u8> = spliced.parts.iter().flatten().copied().collect();
+                assert_eq!(length, Some(spliced.len() as u64), "Content-Length");
                 assert_eq!(
-                    String::from_utf8(spliced.to_vec()).unwrap(),
+                    String::from_utf8(spliced).unwrap(),
                     String::from_utf8(full(&task, id, now)).unwrap(),
                     "age {age} s"
                 );

@@ -25,11 +25,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 
 use super::negative::NegativeCache;
 use super::tombstones::Tombstones;
 use super::{StoreError, TaskLookups, TaskStore};
+use crate::apihealth::ApiHealth;
 
 /// How long an own write is preferred over an older cache entry; by then the watch has
 /// delivered it (or the object is gone).
@@ -70,20 +71,21 @@ impl KubeTaskStore {
         client: Client,
         namespace: &str,
     ) -> (Arc<Self>, impl Future<Output = ()> + Send + use<>) {
-        // Nobody reports reachability: the watch is never restarted.
-        let (_, reachable) = watch::channel(true);
-        Self::watched(client, namespace, reachable, DEFAULT_API_TIMEOUT)
+        // Nobody probes: the API server stays reachable and the watch is never restarted.
+        let health = Arc::new(ApiHealth::default());
+        Self::watched(client, namespace, health, DEFAULT_API_TIMEOUT)
     }
 
-    /// [`KubeTaskStore::new`] whose watch starts afresh each time `reachable` turns `true`
-    /// again (the store counts as unsynced until the new list is complete), and whose API calls
-    /// each give up after `api_timeout`.
+    /// [`KubeTaskStore::new`] whose watch starts afresh each time `health` turns reachable
+    /// again (the store counts as unsynced until the new list is complete) and tells `health`
+    /// of each event it hears, and whose API calls each give up after `api_timeout`.
     pub fn watched(
         client: Client,
         namespace: &str,
-        mut reachable: watch::Receiver<bool>,
+        health: Arc<ApiHealth>,
         api_timeout: Duration,
     ) -> (Arc<Self>, impl Future<Output = ()> + Send + use<>) {
+        let mut reachable = health.subscribe();
         let guarded: Api<DeserializeGuard<McpTask>> = Api::namespaced(client.clone(), namespace);
         let (cache, mut writer) = reflector::store();
         let store = Arc::new(Self::over(client, namespace, cache, api_timeout));
@@ -105,7 +107,12 @@ impl KubeTaskStore {
                     loop {
                         tokio::select! {
                             event = stream.next() => match event {
-                                Some(event) => store.apply(&mut writer, event),
+                                Some(event) => {
+                                    if event.is_ok() {
+                                        health.heard();
+                                    }
+                                    store.apply(&mut writer, event);
+                                }
                                 None => break,
                             },
                             Ok(()) = reachable.changed() => {

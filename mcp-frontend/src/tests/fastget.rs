@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
+use crate::auth::Auth;
+use crate::static_tokens::StaticTokens;
 
 /// Two front ends over the same store: with the fast path, and without it. Each has its own
 /// limiters, which see the same requests in the same order.
@@ -22,8 +24,18 @@ fn pair(vars: &[(&str, &str)]) -> (AppState, AppState, Arc<MemoryStore>) {
     let (mut full, _) = test_state_with(&off);
     full.tasks = fast.tasks.clone();
     assert!(fast.fast_get.is_some() && full.fast_get.is_none());
+    if vars.contains(&("AUTH_MODE", "static")) {
+        let tokens = || {
+            let tokens = format!("{ANONYMOUS_TOKEN},{}\ntok-bob,bob\n", anonymous());
+            Auth::Bearer(Arc::new(StaticTokens::parse(&tokens)))
+        };
+        return (fast.with_auth(tokens()), full.with_auth(tokens()), store);
+    }
     (fast, full, store)
 }
+
+/// With static tokens (see [`pair`]): the token of the caller that owns the stored tasks.
+const ANONYMOUS_TOKEN: &str = "tok-anon";
 
 /// Status, `Content-Type` and body bytes of `request` through `state`.
 async fn raw(state: &AppState, request: Request<Body>) -> (u16, Option<String>, Vec<u8>) {
@@ -37,9 +49,13 @@ async fn raw(state: &AppState, request: Request<Body>) -> (u16, Option<String>, 
     (status, content_type, body.to_vec())
 }
 
-/// A request with `body` (raw bytes) and `headers` (name, value), on top of Host.
+/// A request with `body` (raw bytes) and `headers` (name, value), on top of Host (unless
+/// `headers` has one).
 fn request(body: &[u8], headers: &[(&str, String)]) -> Request<Body> {
-    let mut builder = Request::post("/mcp").header("host", "localhost:8080");
+    let mut builder = Request::post("/mcp");
+    if !headers.iter().any(|(name, _)| *name == "host") {
+        builder = builder.header("host", "localhost:8080");
+    }
     for (name, value) in headers {
         builder = builder.header(*name, value.as_str());
     }
@@ -187,6 +203,19 @@ fn header_sets(task: &str) -> Vec<Vec<(&'static str, String)>> {
     let mut twice = standard.clone();
     twice.push(("mcp-name", task.to_owned()));
     sets.push(twice);
+    let mut with = |name: &'static str, value: &str| {
+        let mut set = standard.clone();
+        set.push((name, value.to_owned()));
+        sets.push(set);
+    };
+    // The checks of the layer stack the fast path repeats in front of it.
+    with("host", "evil.example");
+    with("host", "localhost:8080");
+    with("origin", "http://evil.example");
+    with("origin", "https://app.example");
+    with("authorization", "Bearer some-token");
+    with("authorization", &format!("Bearer {ANONYMOUS_TOKEN}"));
+    with("authorization", "Bearer tok-bob");
     sets
 }
 
@@ -273,6 +302,13 @@ async fn fast_and_full_paths_answer_byte_identically() {
         served >= 12 * 7,
         "the fast path answered only {served} polls"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fast_and_full_paths_authenticate_alike() {
+    let served = differ(&[("AUTH_MODE", "static"), ("STATIC_TOKENS_FILE", "/unused")]).await;
+    // Only the owner's token, with the plain body, is served by the fast path.
+    assert!(served >= 12, "the fast path answered only {served} polls");
 }
 
 #[tokio::test(start_paused = true)]

@@ -131,9 +131,12 @@ async fn listen_stream_ends_with_its_result_on_shutdown_over_a_real_socket() {
     let shutdown = state.shutdown.clone();
     let signal = shutdown.clone();
     let server = tokio::spawn(
-        axum::serve(listener, crate::app(state))
-            .with_graceful_shutdown(async move { signal.cancelled().await })
-            .into_future(),
+        axum::serve(
+            listener,
+            axum::ServiceExt::<axum::extract::Request>::into_make_service(crate::app(state)),
+        )
+        .with_graceful_shutdown(async move { signal.cancelled().await })
+        .into_future(),
     );
     let body = listen_body(&[&mine], true).to_string();
     let request = format!(

@@ -10,6 +10,9 @@
 //! - `plain`: finish with a plain line `exiting at T` and exit 0 without a result message.
 //! - `exitCode`: finish with that exit code (after the plain line) instead.
 //!
+//! Otherwise it finishes with a result message whose `structuredContent.printedAt` is the
+//! time `T` it was printed.
+//!
 //! Cancel (`/var/run/mcp/cancel-requested` non-empty) is checked every 20 ms: the tool prints
 //! `{"mcp":"status","message":"cancelled at T"}` and exits 0 without a result.
 
@@ -80,7 +83,9 @@ fn main() {
     let text = format!("rust-tool did {steps} steps");
     message(&json!({"mcp": "result", "result": {
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"steps": steps, "answer": answer, "taskId": task_id},
+        "structuredContent": {
+            "steps": steps, "answer": answer, "taskId": task_id, "printedAt": now(),
+        },
         "isError": false,
     }}));
 }
