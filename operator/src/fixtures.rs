@@ -1,5 +1,6 @@
 //! Test fixtures: `McpTool` and `McpTask` objects from inline YAML.
 
+use k8s_openapi::api::core::v1::Volume;
 use mcp_task_operator_crds::{McpTask, McpTool};
 
 /// Parses an `McpTool` from YAML.
@@ -51,6 +52,24 @@ spec:
   arguments: {sku: "A-1"}
 "#,
     )
+}
+
+/// The files a downward API `volume` projects: (path, field path) pairs.
+pub fn downward_files(volume: &Volume) -> Vec<(&str, &str)> {
+    let items = volume
+        .downward_api
+        .as_ref()
+        .unwrap()
+        .items
+        .as_ref()
+        .unwrap();
+    items
+        .iter()
+        .map(|i| {
+            let field = i.field_ref.as_ref().unwrap();
+            (i.path.as_str(), field.field_path.as_str())
+        })
+        .collect()
 }
 
 /// A mocked API server: the requests a reconcile is expected to make, in order.
