@@ -9,7 +9,7 @@ use kube::core::DeserializeGuard;
 use kube::core::Resource;
 use kube::runtime::controller::Action;
 use rand::Rng;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -18,10 +18,30 @@ pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
 
-/// The server-side apply body that sets the status of a `K` (its apiVersion and kind from the
-/// type, never written out by hand).
-pub fn status_patch<K: Resource<DynamicType = ()>>(status: &impl serde::Serialize) -> Value {
-    json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status})
+/// Writes `status` as the status of `object` by server-side apply (fields left out are
+/// released); the body's apiVersion and kind come from the type, never written out by hand.
+/// `what` names the write in an error ("McpTool status").
+pub async fn apply_status<K>(
+    client: &kube::Client,
+    object: &K,
+    status: &impl serde::Serialize,
+    what: &'static str,
+) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = object.name_any();
+    let api: kube::Api<K> =
+        kube::Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+    let patch = json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status});
+    let params = kube::api::PatchParams::apply(crate::FIELD_MANAGER).force();
+    api.patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
+        .await
+        .map_err(|e| Error::kube(crate::error::KubeOp::Patch, what, name, e))?;
+    Ok(())
 }
 
 /// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An

@@ -11,12 +11,12 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{
     Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, PropagationPolicy,
 };
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
-use kube::ResourceExt;
 use mcp_task_operator_crds::mcp_server::{Discovery, McpServerStatus};
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use mcp_task_operator_crds::{McpServer, McpTool};
@@ -412,18 +412,7 @@ async fn write_status(server: &McpServer, ctx: &Context, status: McpServerStatus
     if server.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let name = server.name_any();
-    let api: Api<McpServer> =
-        Api::namespaced(ctx.client.clone(), &server.namespace().unwrap_or_default());
-    let patch = crate::controller::status_patch::<McpServer>(&status);
-    api.patch_status(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(|e| Error::kube(KubeOp::Patch, "McpServer status", &name, e))?;
-    Ok(())
+    crate::controller::apply_status(&ctx.client, server, &status, "McpServer status").await
 }
 
 fn cut(text: &str) -> String {

@@ -328,16 +328,7 @@ async fn patch_status_if_current(
 
 /// Writes the task's status by server-side apply (fields left out are released).
 pub async fn apply_status(client: &Client, task: &McpTask, status: &McpTaskStatus) -> Result<()> {
-    let name = task.name_any();
-    let tasks: Api<McpTask> =
-        Api::namespaced(client.clone(), &task.namespace().unwrap_or_default());
-    let patch = crate::controller::status_patch::<McpTask>(status);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    tasks
-        .patch_status(&name, &params, &Patch::Apply(&patch))
-        .await
-        .map_err(|e| Error::kube(KubeOp::Patch, "McpTask status", name, e))?;
-    Ok(())
+    crate::controller::apply_status(client, task, status, "McpTask status").await
 }
 
 #[cfg(test)]
