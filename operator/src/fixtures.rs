@@ -79,6 +79,8 @@ pub mod api {
     use axum::http::{Method, Request, Response, StatusCode};
     use futures::channel::mpsc::UnboundedReceiver;
     use kube::client::Body;
+    use kube::core::DeserializeGuard;
+    use kube::runtime::controller::Action;
     use serde_json::Value;
     use tokio::task::JoinHandle;
 
@@ -182,6 +184,20 @@ pub mod api {
         UnboundedReceiver<TaskRef>,
     ) {
         context_with_logs(calls, "")
+    }
+
+    /// Runs `reconcile` once on `object` against a mock serving `calls` (see [`context`]): the
+    /// action it returned and the request bodies.
+    pub async fn run<K, F, Fut>(reconcile: F, object: K, calls: Vec<Call>) -> (Action, Vec<Value>)
+    where
+        F: FnOnce(Arc<DeserializeGuard<K>>, Arc<Context>) -> Fut,
+        Fut: Future<Output = crate::error::Result<Action>>,
+    {
+        let (ctx, server, _triggers) = context(calls);
+        let action = reconcile(Arc::new(DeserializeGuard(Ok(object))), ctx)
+            .await
+            .expect("reconcile succeeds");
+        (action, server.await.expect("every expected call was made"))
     }
 
     /// Like [`context`], but every pod log request, whenever it comes (log followers run in

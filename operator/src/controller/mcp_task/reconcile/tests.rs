@@ -81,22 +81,45 @@ fn working_write(task: &McpTask) -> Vec<Call> {
     vec![status_call(task), Call::event("tools")]
 }
 
-/// The fixture task (see [`live_task`]) whose Job was recorded and its creation confirmed.
+/// `task` with the status `status` and, if any, the Job `job_name` recorded.
+fn with_status(mut task: McpTask, status: TaskStatus, job_name: Option<&str>) -> McpTask {
+    task.status = Some(McpTaskStatus {
+        status,
+        job_name: job_name.map(Into::into),
+        ..Default::default()
+    });
+    task
+}
+
+/// The fixture task (see [`live_task`]), working, whose Job was recorded and its creation
+/// confirmed.
 fn confirmed_task() -> McpTask {
-    let mut task = live_task();
-    let mut conditions = vec![];
+    let mut task = with_status(live_task(), TaskStatus::Working, Some(ID));
     crate::controller::mcp_task::job_record::confirm(
-        &mut conditions,
+        &mut task.status.as_mut().unwrap().conditions,
         ID,
         "job-uid",
         Timestamp::now(),
     );
-    task.status = Some(McpTaskStatus {
-        job_name: Some(ID.into()),
-        conditions,
-        ..Default::default()
-    });
     task
+}
+
+/// `task` with a cancel requested (at 12:00:01, a second after the fixture was created).
+fn with_cancel(mut task: McpTask) -> McpTask {
+    task.metadata.annotations = Some(BTreeMap::from([(
+        CANCEL_REQUESTED_ANNOTATION.into(),
+        "2026-08-01T12:00:01Z".into(),
+    )]));
+    task
+}
+
+/// The creation (POST) of the task's Job, its Event, then the list of its pods (none yet).
+fn job_created() -> Vec<Call> {
+    vec![
+        Call::echo(Method::POST, JOBS),
+        Call::event("tools"),
+        Call::ok(Method::GET, PODS, no_pods()),
+    ]
 }
 
 /// An empty list of pods.
@@ -104,12 +127,10 @@ fn no_pods() -> Value {
     json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []})
 }
 
+/// Runs the task reconcile once on `task` against a mock serving `calls`: its action and the
+/// request bodies.
 async fn run(task: McpTask, calls: Vec<Call>) -> (Action, Vec<Value>) {
-    let (ctx, server, _triggers) = context(calls);
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .expect("reconcile succeeds");
-    (action, server.await.expect("every expected call was made"))
+    crate::fixtures::api::run(reconcile, task, calls).await
 }
 
 /// Reconciles `task`, whose Job does not exist, with the namespace's tools `items`, to a
@@ -122,15 +143,14 @@ async fn end_without_job(task: McpTask, items: Vec<McpTool>) -> Vec<Value> {
 #[tokio::test]
 async fn new_task_gets_one_job_and_a_working_status() {
     let task = live_task();
-    let mut calls = no_job_yet(vec![tool()]);
-    calls.extend([
+    let calls = [
+        no_job_yet(vec![tool()]),
         // The Job's record.
-        status_call(&task),
-        Call::echo(Method::POST, JOBS),
-        Call::event("tools"),
-        Call::ok(Method::GET, PODS, no_pods()),
-    ]);
-    calls.extend(working_write(&task));
+        vec![status_call(&task)],
+        job_created(),
+        working_write(&task),
+    ]
+    .concat();
     let (action, bodies) = run(task, calls).await;
     // The Job is recorded before it is created, if the task is as read.
     assert_eq!(bodies[2]["status"]["jobName"], ID);
@@ -155,11 +175,7 @@ async fn new_task_gets_one_job_and_a_working_status() {
 
 #[tokio::test]
 async fn terminal_task_without_ttl_makes_no_calls() {
-    let mut task = live_task();
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::Completed,
-        ..Default::default()
-    });
+    let task = with_status(live_task(), TaskStatus::Completed, None);
     let (action, bodies) = run(task, vec![]).await;
     assert_eq!(action, Action::await_change());
     assert!(bodies.is_empty());
@@ -168,11 +184,7 @@ async fn terminal_task_without_ttl_makes_no_calls() {
 #[tokio::test]
 async fn expired_task_is_deleted() {
     // The fixture was created on 2026-08-01 with a one-hour TTL.
-    let mut ended = task();
-    ended.status = Some(McpTaskStatus {
-        status: TaskStatus::Completed,
-        ..Default::default()
-    });
+    let ended = with_status(task(), TaskStatus::Completed, None);
     let calls = vec![
         Call::event("tools"),
         Call::ok(Method::DELETE, TASK, serde_json::to_value(task()).unwrap()),
@@ -183,12 +195,7 @@ async fn expired_task_is_deleted() {
 
 #[tokio::test]
 async fn cancel_before_the_job_exists_cancels_without_creating_one() {
-    let mut task = live_task();
-    task.metadata.annotations = Some(BTreeMap::from([(
-        CANCEL_REQUESTED_ANNOTATION.into(),
-        "2026-08-01T12:00:01Z".into(),
-    )]));
-    let bodies = end_without_job(task, vec![tool()]).await;
+    let bodies = end_without_job(with_cancel(live_task()), vec![tool()]).await;
     assert_eq!(bodies[3]["status"]["status"], "cancelled");
     assert_eq!(bodies[4]["reason"], "Cancelled");
 }
@@ -209,17 +216,8 @@ async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
 /// `failed` again with `data.reason: JobDeleted` over it.
 #[tokio::test]
 async fn a_terminal_decision_on_a_stale_task_does_not_overwrite_the_stored_outcome() {
-    let mut stale = live_task();
-    stale.status = Some(McpTaskStatus {
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let mut stored = stale.clone();
-    stored.status = Some(McpTaskStatus {
-        status: TaskStatus::Failed,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
+    let stale = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let stored = with_status(stale.clone(), TaskStatus::Failed, Some(ID));
     let mut calls = no_job_yet(vec![tool()]);
     calls.push(fresh_read(&stored));
     let (action, bodies) = run(stale, calls).await;

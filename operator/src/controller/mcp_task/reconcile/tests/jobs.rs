@@ -12,14 +12,9 @@ fn conflict(path: &str) -> Call {
 #[tokio::test]
 async fn a_running_task_past_its_ttl_is_extended_not_deleted() {
     // The fixture was created on 2026-08-01 with a one-hour TTL: long past, still working.
-    let mut running = task();
+    let mut running = with_status(task(), TaskStatus::Working, Some(ID));
     running.spec.tool = "missing".into();
     running.metadata.resource_version = Some("7".into());
-    running.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
     let before = Timestamp::now();
     let calls = vec![
         // The expiry moves: no DELETE of the task.
@@ -96,22 +91,16 @@ async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
 #[tokio::test]
 async fn a_recorded_job_never_confirmed_and_missing_is_created_without_a_new_record() {
     // The half-done record a leader that ended between the record and the POST leaves.
-    let mut task = live_task();
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let mut calls = no_job_yet(vec![tool()]);
-    calls.extend([
+    let task = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let calls = [
+        no_job_yet(vec![tool()]),
         // The API server's copy is read: it is not confirmed there either.
-        fresh_read(&task),
-        Call::echo(Method::POST, JOBS),
-        Call::event("tools"),
-        Call::ok(Method::GET, PODS, no_pods()),
+        vec![fresh_read(&task)],
+        job_created(),
         // Still working: no transition Event.
-        status_call(&task),
-    ]);
+        vec![status_call(&task)],
+    ]
+    .concat();
     let (_, bodies) = run(task, calls).await;
     assert_eq!(bodies[3]["metadata"]["name"], ID);
     assert_eq!(
@@ -124,20 +113,8 @@ async fn a_recorded_job_never_confirmed_and_missing_is_created_without_a_new_rec
 
 #[tokio::test]
 async fn a_recorded_job_confirmed_on_the_api_server_but_not_in_the_cache_is_not_recreated() {
-    let mut cached = live_task();
-    cached.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let mut stored = cached.clone();
-    let status = stored.status.as_mut().unwrap();
-    crate::controller::mcp_task::job_record::confirm(
-        &mut status.conditions,
-        ID,
-        "job-uid",
-        Timestamp::now(),
-    );
+    let cached = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let stored = confirmed_task();
     let mut calls = no_job_yet(vec![tool()]);
     calls.push(fresh_read(&stored));
     // No POST: the Job was created and deleted since; the task fails.

@@ -64,11 +64,7 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
 
 #[tokio::test]
 async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
-    let mut task = live_task();
-    task.metadata.annotations = Some(BTreeMap::from([(
-        CANCEL_REQUESTED_ANNOTATION.into(),
-        "2026-08-01T12:00:01Z".into(),
-    )]));
+    let task = with_cancel(live_task());
     let pods = pod_list("Running", json!({"running": {}}), json!({}));
     let mut calls = job_and_pods(job_json(), pods.clone());
     calls.extend([pod_patch(&pods), pod_patch(&pods)]);
@@ -88,7 +84,6 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
 
 #[tokio::test]
 async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
-    let mut task = live_task();
     // The status was decided from 100 bytes of this pod's log; the new follower has read none.
     let checkpoint = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         type_: "OutputFollowed".into(),
@@ -98,12 +93,8 @@ async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
         last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
         observed_generation: None,
     };
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::InputRequired,
-        job_name: Some(ID.into()),
-        conditions: vec![checkpoint],
-        ..Default::default()
-    });
+    let mut task = with_status(live_task(), TaskStatus::InputRequired, Some(ID));
+    task.status.as_mut().unwrap().conditions.push(checkpoint);
     let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
     // Any further call (a status write) would find the mock gone and fail the reconcile.
     let (action, _) = run(task, job_and_pods(job_json(), pods)).await;
