@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::StreamExt;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::core::Resource;
@@ -17,6 +18,33 @@ use crate::error::{Error, Result};
 pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
+
+/// The API of the `K`s the operator watches: those of its namespace (`MCP_OPERATOR_NAMESPACE`),
+/// or of all namespaces.
+pub fn watched<K>(ctx: &Context) -> kube::Api<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+{
+    match &ctx.config.namespace {
+        Some(ns) => kube::Api::namespaced(ctx.client.clone(), ns),
+        None => kube::Api::all(ctx.client.clone()),
+    }
+}
+
+/// Runs a controller's stream of reconcile `results` to its end. A failed one is logged at
+/// debug level only: the error policy logged it already.
+pub async fn drain<T, E: std::fmt::Display>(
+    results: impl futures::Stream<Item = Result<T, E>>,
+    kind: &'static str,
+) {
+    results
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "{kind} controller event");
+            }
+        })
+        .await;
+}
 
 /// Writes `status` as the status of `object` by server-side apply (fields left out are
 /// released); the body's apiVersion and kind come from the type, never written out by hand.
