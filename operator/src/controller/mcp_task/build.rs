@@ -74,25 +74,16 @@ pub enum BuildError {
 
 /// The Job that runs `task` with `tool`: same name and namespace as the task, owned by it.
 pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job, BuildError> {
-    let name = task
-        .metadata
-        .name
-        .clone()
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.name",
-        })?;
+    let missing = |field| BuildError::MissingTaskField { field };
+    let name = task.metadata.name.clone().ok_or(missing("metadata.name"))?;
     let namespace = task
         .metadata
         .namespace
         .clone()
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.namespace",
-        })?;
+        .ok_or(missing("metadata.namespace"))?;
     let owner = task
         .controller_owner_ref(&())
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.uid",
-        })?;
+        .ok_or(missing("metadata.uid"))?;
     let labels = job_labels(task, tool);
     let mut job_meta_labels = tool_job_metadata(tool.spec.job_labels.as_ref());
     job_meta_labels.extend(labels.clone());
