@@ -117,11 +117,7 @@ impl Config {
 
     /// Reads the configuration through `lookup` (a variable's value by full name); for tests.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let var = |suffix: &str| {
-            let name = format!("{ENV_PREFIX}{suffix}");
-            let value = lookup(&name).filter(|v| !v.trim().is_empty());
-            (name, value)
-        };
+        let var = |suffix: &str| setting(&lookup, suffix);
         let (_, namespace) = var("NAMESPACE");
         let identity = lookup("POD_NAME")
             .or_else(|| lookup("HOSTNAME"))
@@ -216,6 +212,13 @@ impl Config {
             scale: Scale::from_lookup(&lookup)?,
         })
     }
+}
+
+/// `MCP_OPERATOR_<suffix>` through `lookup`: its full name, and its value unless unset or blank.
+fn setting(lookup: impl Fn(&str) -> Option<String>, suffix: &str) -> (String, Option<String>) {
+    let name = format!("{ENV_PREFIX}{suffix}");
+    let value = lookup(&name).filter(|v| !v.trim().is_empty());
+    (name, value)
 }
 
 fn parse<T: std::str::FromStr>(

@@ -94,32 +94,31 @@ where
         let streaming = is_streaming(&request);
         let until = tokio::time::Instant::now() + timeout;
         let call = self.inner.call(request);
-        if streaming {
-            return Box::pin(async move {
-                let response = call.await.map_err(Into::into)?;
-                Ok(response.map(|body| Box::new(ErrInto(body)) as DynBody))
-            });
-        }
         Box::pin(async move {
-            let response = tokio::time::timeout_at(until, call)
-                .await
-                .map_err(|_| DeadlineExceeded(timeout))?
-                .map_err(Into::into)?;
-            Ok(response.map(|body| {
-                Box::new(DeadlineBody {
-                    inner: ErrInto(body),
-                    sleep: Box::pin(tokio::time::sleep_until(until)),
-                    timeout,
-                }) as DynBody
-            }))
+            let response = if streaming {
+                call.await.map_err(Into::into)?
+            } else {
+                tokio::time::timeout_at(until, call)
+                    .await
+                    .map_err(|_| DeadlineExceeded(timeout))?
+                    .map_err(Into::into)?
+            };
+            let deadline =
+                (!streaming).then(|| (Box::pin(tokio::time::sleep_until(until)), timeout));
+            Ok(response.map(|inner| Box::new(DeadlineBody { inner, deadline }) as DynBody))
         })
     }
 }
 
-/// A body whose error type is boxed.
-struct ErrInto<B>(B);
+/// A response body with its error boxed that, unless its call streams, fails once the call's
+/// deadline passes.
+struct DeadlineBody<B> {
+    inner: B,
+    /// When the call must have ended, and the time it was given; `None` for a streaming call.
+    deadline: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+}
 
-impl<B> Body for ErrInto<B>
+impl<B> Body for DeadlineBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -131,41 +130,14 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.0).poll_frame(cx).map_err(Into::into)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.0.size_hint()
-    }
-}
-
-/// A response body that fails once the call's deadline passes.
-struct DeadlineBody<B> {
-    inner: B,
-    sleep: Pin<Box<tokio::time::Sleep>>,
-    timeout: Duration,
-}
-
-impl<B> Body for DeadlineBody<B>
-where
-    B: Body<Data = Bytes, Error = BoxError> + Unpin,
-{
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx).map_err(Into::into) {
             return Poll::Ready(frame);
         }
-        match self.sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(DeadlineExceeded(self.timeout).into()))),
+        let Some((sleep, timeout)) = self.deadline.as_mut() else {
+            return Poll::Pending;
+        };
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(DeadlineExceeded(*timeout).into()))),
             Poll::Pending => Poll::Pending,
         }
     }

@@ -1,5 +1,6 @@
 //! Test fixtures: `McpTool` and `McpTask` objects from inline YAML.
 
+use k8s_openapi::api::core::v1::Volume;
 use mcp_task_operator_crds::{McpTask, McpTool};
 
 /// Parses an `McpTool` from YAML.
@@ -53,6 +54,24 @@ spec:
     )
 }
 
+/// The files a downward API `volume` projects: (path, field path) pairs.
+pub fn downward_files(volume: &Volume) -> Vec<(&str, &str)> {
+    let items = volume
+        .downward_api
+        .as_ref()
+        .unwrap()
+        .items
+        .as_ref()
+        .unwrap();
+    items
+        .iter()
+        .map(|i| {
+            let field = i.field_ref.as_ref().unwrap();
+            (i.path.as_str(), field.field_path.as_str())
+        })
+        .collect()
+}
+
 /// A mocked API server: the requests a reconcile is expected to make, in order.
 pub mod api {
     use std::sync::Arc;
@@ -60,6 +79,8 @@ pub mod api {
     use axum::http::{Method, Request, Response, StatusCode};
     use futures::channel::mpsc::UnboundedReceiver;
     use kube::client::Body;
+    use kube::core::DeserializeGuard;
+    use kube::runtime::controller::Action;
     use serde_json::Value;
     use tokio::task::JoinHandle;
 
@@ -163,6 +184,20 @@ pub mod api {
         UnboundedReceiver<TaskRef>,
     ) {
         context_with_logs(calls, "")
+    }
+
+    /// Runs `reconcile` once on `object` against a mock serving `calls` (see [`context`]): the
+    /// action it returned and the request bodies.
+    pub async fn run<K, F, Fut>(reconcile: F, object: K, calls: Vec<Call>) -> (Action, Vec<Value>)
+    where
+        F: FnOnce(Arc<DeserializeGuard<K>>, Arc<Context>) -> Fut,
+        Fut: Future<Output = crate::error::Result<Action>>,
+    {
+        let (ctx, server, _triggers) = context(calls);
+        let action = reconcile(Arc::new(DeserializeGuard(Ok(object))), ctx)
+            .await
+            .expect("reconcile succeeds");
+        (action, server.await.expect("every expected call was made"))
     }
 
     /// Like [`context`], but every pod log request, whenever it comes (log followers run in

@@ -92,15 +92,13 @@ mod tests {
         (url, served)
     }
 
-    #[test]
-    fn a_request_sent_from_a_thread_without_a_runtime_runs_on_the_given_runtime() {
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let (url, served) = runtime.block_on(serve_once(
-            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-        ));
-        let client = RuntimeClient::new(runtime.handle().clone(), Duration::from_secs(10));
-        // As the SDK's batch processor does: block on the export on a plain thread.
-        let response = std::thread::spawn(move || {
+    /// Sends a POST of `hello` to `url` with `client` as the SDK's batch processor does: blocking
+    /// on the export on a plain thread, where no runtime runs.
+    fn send_from_a_plain_thread(
+        client: RuntimeClient,
+        url: String,
+    ) -> Result<Response<Bytes>, HttpError> {
+        std::thread::spawn(move || {
             let request = Request::post(url)
                 .body(Bytes::from_static(b"hello"))
                 .expect("request");
@@ -108,7 +106,16 @@ mod tests {
         })
         .join()
         .expect("thread")
-        .expect("answer");
+    }
+
+    #[test]
+    fn a_request_sent_from_a_thread_without_a_runtime_runs_on_the_given_runtime() {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let (url, served) = runtime.block_on(serve_once(
+            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+        ));
+        let client = RuntimeClient::new(runtime.handle().clone(), Duration::from_secs(10));
+        let response = send_from_a_plain_thread(client, url).expect("answer");
         assert_eq!(response.status(), 200);
         assert_eq!(response.body().as_ref(), b"ok");
         let request = runtime.block_on(served).expect("served");
@@ -129,15 +136,7 @@ mod tests {
             while stream.read(&mut buf).await.is_ok_and(|n| n > 0) {}
         });
         let client = RuntimeClient::new(runtime.handle().clone(), Duration::from_millis(200));
-        let error = std::thread::spawn(move || {
-            let request = Request::post(url)
-                .body(Bytes::from_static(b"hello"))
-                .expect("request");
-            futures::executor::block_on(client.send_bytes(request))
-        })
-        .join()
-        .expect("thread")
-        .expect_err("times out");
+        let error = send_from_a_plain_thread(client, url).expect_err("times out");
         assert!(error.to_string().contains("no answer within"), "{error}");
     }
 }

@@ -45,46 +45,30 @@ mod tests {
         Timestamp::from_second(1_800_000_000 + seconds).expect("valid time")
     }
 
+    /// The interval advised `seconds` after the creation of a task whose own one is `base`.
+    fn after(base: Option<i64>, seconds: i64) -> Option<i64> {
+        advised_poll_interval_ms(base, at(0), at(seconds))
+    }
+
     #[test]
     fn a_young_task_gets_its_own_interval() {
-        assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(0)),
-            Some(2_000)
-        );
-        assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(59)),
-            Some(2_000)
-        );
-        assert_eq!(advised_poll_interval_ms(None, at(0), at(3_600)), None);
+        assert_eq!(after(Some(2_000), 0), Some(2_000));
+        assert_eq!(after(Some(2_000), 59), Some(2_000));
+        assert_eq!(after(None, 3_600), None);
     }
 
     #[test]
     fn the_interval_grows_to_a_tenth_of_the_age_up_to_the_ceiling() {
-        assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(60)),
-            Some(6_000)
-        );
-        assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(600)),
-            Some(60_000)
-        );
-        assert_eq!(
-            advised_poll_interval_ms(Some(2_000), at(0), at(86_400)),
-            Some(MAX_POLL_INTERVAL_MS)
-        );
+        assert_eq!(after(Some(2_000), 60), Some(6_000));
+        assert_eq!(after(Some(2_000), 600), Some(60_000));
+        assert_eq!(after(Some(2_000), 86_400), Some(MAX_POLL_INTERVAL_MS));
     }
 
     #[test]
     fn stored_values_outside_the_bounds_are_clamped() {
         // Tasks stored before the bounds existed (the McpTask schema allows 1 ms).
-        assert_eq!(
-            advised_poll_interval_ms(Some(1), at(0), at(0)),
-            Some(MIN_POLL_INTERVAL_MS)
-        );
-        assert_eq!(
-            advised_poll_interval_ms(Some(i64::MAX), at(0), at(0)),
-            Some(MAX_POLL_INTERVAL_MS)
-        );
+        assert_eq!(after(Some(1), 0), Some(MIN_POLL_INTERVAL_MS));
+        assert_eq!(after(Some(i64::MAX), 0), Some(MAX_POLL_INTERVAL_MS));
         assert!(MAX_POLL_INTERVAL_MS < i64::from(i32::MAX));
         // A replica whose clock is behind the creating one's.
         assert_eq!(
@@ -104,9 +88,6 @@ mod tests {
             polls += 1;
         }
         assert_eq!(polls, 73, "polls in an hour");
-        assert_eq!(
-            advised_poll_interval_ms(Some(500), at(0), at(30)),
-            Some(500)
-        );
+        assert_eq!(after(Some(500), 30), Some(500));
     }
 }

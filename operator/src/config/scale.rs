@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, ENV_PREFIX, MAX_GRACE_SECONDS, parse};
+use super::{ConfigError, MAX_GRACE_SECONDS, parse, setting};
 use crate::controller::mcp_task::budget::MAX_WRITES_PER_SECOND;
 
 /// Most log followers [`Scale::max_follower_starts`] may allow at once.
@@ -55,11 +55,7 @@ impl Default for Scale {
 impl Scale {
     /// Reads the settings through `lookup` (a variable's value by full name).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let var = |suffix: &str| {
-            let name = format!("{ENV_PREFIX}{suffix}");
-            let value = lookup(&name).filter(|v| !v.trim().is_empty());
-            (name, value)
-        };
+        let var = |suffix: &str| setting(&lookup, suffix);
         let ranged = |suffix: &str, default: &str, max: u64, expected: &'static str| {
             let (name, value) = var(suffix);
             let n: u64 = parse((name.clone(), value), default, expected)?;

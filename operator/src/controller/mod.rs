@@ -4,12 +4,13 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::StreamExt;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::core::Resource;
 use kube::runtime::controller::Action;
 use rand::Rng;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -18,10 +19,57 @@ pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
 
-/// The server-side apply body that sets the status of a `K` (its apiVersion and kind from the
-/// type, never written out by hand).
-pub fn status_patch<K: Resource<DynamicType = ()>>(status: &impl serde::Serialize) -> Value {
-    json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status})
+/// The API of the `K`s the operator watches: those of its namespace (`MCP_OPERATOR_NAMESPACE`),
+/// or of all namespaces.
+pub fn watched<K>(ctx: &Context) -> kube::Api<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+{
+    match &ctx.config.namespace {
+        Some(ns) => kube::Api::namespaced(ctx.client.clone(), ns),
+        None => kube::Api::all(ctx.client.clone()),
+    }
+}
+
+/// Runs a controller's stream of reconcile `results` to its end. A failed one is logged at
+/// debug level only: the error policy logged it already.
+pub async fn drain<T, E: std::fmt::Display>(
+    results: impl futures::Stream<Item = Result<T, E>>,
+    kind: &'static str,
+) {
+    results
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "{kind} controller event");
+            }
+        })
+        .await;
+}
+
+/// Writes `status` as the status of `object` by server-side apply (fields left out are
+/// released); the body's apiVersion and kind come from the type, never written out by hand.
+/// `what` names the write in an error ("McpTool status").
+pub async fn apply_status<K>(
+    client: &kube::Client,
+    object: &K,
+    status: &impl serde::Serialize,
+    what: &'static str,
+) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = object.name_any();
+    let api: kube::Api<K> =
+        kube::Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+    let patch = json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status});
+    let params = kube::api::PatchParams::apply(crate::FIELD_MANAGER).force();
+    api.patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
+        .await
+        .map_err(|e| Error::kube(crate::error::KubeOp::Patch, what, name, e))?;
+    Ok(())
 }
 
 /// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An

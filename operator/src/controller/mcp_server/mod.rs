@@ -7,44 +7,28 @@ pub mod reconcile;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use kube::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::{McpServer, McpTool};
 
+use super::{drain, watched};
 use crate::context::Context;
 
 /// Runs the McpServer controller until `shutdown` resolves.
 pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let (servers, jobs, tools) = match &ctx.config.namespace {
-        Some(ns) => (
-            Api::<DeserializeGuard<McpServer>>::namespaced(ctx.client.clone(), ns),
-            Api::<Job>::namespaced(ctx.client.clone(), ns),
-            Api::<McpTool>::namespaced(ctx.client.clone(), ns),
-        ),
-        None => (
-            Api::all(ctx.client.clone()),
-            Api::all(ctx.client.clone()),
-            Api::all(ctx.client.clone()),
-        ),
-    };
+    let servers = watched::<DeserializeGuard<McpServer>>(&ctx);
+    let (jobs, tools) = (watched::<Job>(&ctx), watched::<McpTool>(&ctx));
     // Only the objects a server owns: its discovery Jobs and its McpTools.
     let owned = || {
         watcher::Config::default()
             .labels(offer::SERVER_LABEL)
             .any_semantic()
     };
-    Controller::new(servers, watcher::Config::default().any_semantic())
+    let results = Controller::new(servers, watcher::Config::default().any_semantic())
         .owns(jobs, owned())
         .owns(tools, owned())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "McpServer controller event");
-            }
-        })
-        .await;
+        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+    drain(results, "McpServer").await;
 }

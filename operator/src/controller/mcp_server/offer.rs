@@ -206,8 +206,9 @@ pub fn tool_object_name(server: &str, tool: &str) -> String {
     format!("{readable}-{hash}")
 }
 
-/// A controller owner reference to `server`, so its McpTools go with it.
-fn owner(server: &McpServer) -> OwnerReference {
+/// A controller owner reference to `server`, so what it owns (its McpTools, its discovery Jobs)
+/// goes with it.
+pub fn owner(server: &McpServer) -> OwnerReference {
     OwnerReference {
         api_version: McpServer::api_version(&()).into_owned(),
         kind: McpServer::kind(&()).into_owned(),

@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{
     Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, PropagationPolicy,
 };
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
 use mcp_task_operator_crds::mcp_server::{Discovery, McpServerStatus};
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
 use mcp_task_operator_crds::{McpServer, McpTool};
@@ -24,7 +24,7 @@ use serde_json::Value;
 use tracing::instrument;
 
 use super::bridged::{Mode, bridged};
-use super::offer::{SERVER_LABEL, offer};
+use super::offer::{SERVER_LABEL, offer, owner};
 use crate::FIELD_MANAGER;
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
@@ -350,14 +350,7 @@ fn discovery_job(
     job.metadata.name = Some(name.to_owned());
     job.metadata.namespace = server.namespace();
     job.metadata.labels = Some([(SERVER_LABEL.to_owned(), server.name_any())].into());
-    job.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: McpServer::api_version(&()).into_owned(),
-        kind: McpServer::kind(&()).into_owned(),
-        name: server.name_any(),
-        uid: server.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }]);
+    job.metadata.owner_references = Some(vec![owner(server)]);
     job
 }
 
@@ -419,18 +412,7 @@ async fn write_status(server: &McpServer, ctx: &Context, status: McpServerStatus
     if server.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let name = server.name_any();
-    let api: Api<McpServer> =
-        Api::namespaced(ctx.client.clone(), &server.namespace().unwrap_or_default());
-    let patch = crate::controller::status_patch::<McpServer>(&status);
-    api.patch_status(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(|e| Error::kube(KubeOp::Patch, "McpServer status", &name, e))?;
-    Ok(())
+    crate::controller::apply_status(&ctx.client, server, &status, "McpServer status").await
 }
 
 fn cut(text: &str) -> String {

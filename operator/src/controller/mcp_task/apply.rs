@@ -243,11 +243,23 @@ pub async fn sync_pod_annotations(client: &Client, task: &McpTask, pod: &Pod) ->
 
 /// Deletes the task's Job and, by background propagation, its pod. Gone already is fine.
 pub async fn delete_job(client: &Client, namespace: &str, name: &str) -> Result<()> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
-    match jobs.delete(name, &DeleteParams::background()).await {
+    delete::<Job>(client, namespace, name, "Job").await
+}
+
+/// Deletes the `K` (`kind`) `name` in `namespace`; what it owns follows by background
+/// propagation. Gone already is fine.
+async fn delete<K>(client: &Client, namespace: &str, name: &str, kind: &'static str) -> Result<()>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        Err(e) => Err(Error::kube(KubeOp::Delete, "Job", name, e)),
+        Err(e) => Err(Error::kube(KubeOp::Delete, kind, name, e)),
     }
 }
 
@@ -264,12 +276,7 @@ pub async fn get_task(client: &Client, namespace: &str, name: &str) -> Result<Op
 
 /// Deletes an expired task; its Job and pod follow by garbage collection.
 pub async fn delete_task(client: &Client, namespace: &str, name: &str) -> Result<()> {
-    let tasks: Api<McpTask> = Api::namespaced(client.clone(), namespace);
-    match tasks.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        Err(e) => Err(Error::kube(KubeOp::Delete, "McpTask", name, e)),
-    }
+    delete::<McpTask>(client, namespace, name, "McpTask").await
 }
 
 /// What came of a status patch made only if the task is as it was read.
@@ -328,16 +335,7 @@ async fn patch_status_if_current(
 
 /// Writes the task's status by server-side apply (fields left out are released).
 pub async fn apply_status(client: &Client, task: &McpTask, status: &McpTaskStatus) -> Result<()> {
-    let name = task.name_any();
-    let tasks: Api<McpTask> =
-        Api::namespaced(client.clone(), &task.namespace().unwrap_or_default());
-    let patch = crate::controller::status_patch::<McpTask>(status);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    tasks
-        .patch_status(&name, &params, &Patch::Apply(&patch))
-        .await
-        .map_err(|e| Error::kube(KubeOp::Patch, "McpTask status", name, e))?;
-    Ok(())
+    crate::controller::apply_status(client, task, status, "McpTask status").await
 }
 
 #[cfg(test)]

@@ -29,9 +29,9 @@ use super::attempts::QUEUE_NAME_LABEL;
 use crate::config::Config;
 use crate::contract::yaml_safe::escape_refused_json;
 use crate::contract::{
-    CANCEL_FILE, EMPTY_INPUT_RESPONSES, ENV_CLIENT_CAPABILITIES, ENV_START_INPUTS, ENV_TASK_ID,
-    ENV_TOOL_ARGUMENTS, ENV_TOOL_NAME, ENV_TRACEPARENT, EnvTooLarge, INPUT_RESPONSES_FILE,
-    MOUNT_PATH, POD_INPUT_RESPONSES_ANNOTATION, VOLUME_NAME, check_env_size, kubelet_literal,
+    CANCEL_FILE, ENV_CLIENT_CAPABILITIES, ENV_START_INPUTS, ENV_TASK_ID, ENV_TOOL_ARGUMENTS,
+    ENV_TOOL_NAME, ENV_TRACEPARENT, EnvTooLarge, INPUT_RESPONSES_FILE, MOUNT_PATH,
+    POD_INPUT_RESPONSES_ANNOTATION, VOLUME_NAME, check_env_size, kubelet_literal,
 };
 
 /// Label on Jobs and pods naming the task they run.
@@ -74,25 +74,16 @@ pub enum BuildError {
 
 /// The Job that runs `task` with `tool`: same name and namespace as the task, owned by it.
 pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job, BuildError> {
-    let name = task
-        .metadata
-        .name
-        .clone()
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.name",
-        })?;
+    let missing = |field| BuildError::MissingTaskField { field };
+    let name = task.metadata.name.clone().ok_or(missing("metadata.name"))?;
     let namespace = task
         .metadata
         .namespace
         .clone()
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.namespace",
-        })?;
+        .ok_or(missing("metadata.namespace"))?;
     let owner = task
         .controller_owner_ref(&())
-        .ok_or(BuildError::MissingTaskField {
-            field: "metadata.uid",
-        })?;
+        .ok_or(missing("metadata.uid"))?;
     let labels = job_labels(task, tool);
     let mut job_meta_labels = tool_job_metadata(tool.spec.job_labels.as_ref());
     job_meta_labels.extend(labels.clone());
@@ -216,14 +207,21 @@ pub fn task_traceparent(task: &McpTask) -> Option<TraceParent> {
 
 /// The pod annotation value projected into the input-responses file: the answers as JSON.
 pub fn input_responses_annotation_value(task: &McpTask) -> Result<String, BuildError> {
-    match &task.spec.input_responses {
-        None => Ok(EMPTY_INPUT_RESPONSES.to_owned()),
-        Some(responses) => serde_json::to_string(responses)
+    pod_json(task.spec.input_responses.as_ref(), "spec.inputResponses")
+}
+
+/// `value` (the task's field `what`) as JSON for its pod, an empty object if it is absent.
+/// NB: escaped, or a character the API server refuses in an apply patch (a client may send
+/// any) would fail every apply of the Job.
+fn pod_json(
+    value: Option<&impl serde::Serialize>,
+    what: &'static str,
+) -> Result<String, BuildError> {
+    match value {
+        None => Ok("{}".to_owned()),
+        Some(value) => serde_json::to_string(value)
             .map(escape_refused_json)
-            .map_err(|source| BuildError::Serialize {
-                what: "spec.inputResponses",
-                source,
-            }),
+            .map_err(|source| BuildError::Serialize { what, source }),
     }
 }
 
@@ -320,26 +318,11 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
             value_from: None,
         })
     };
-    let arguments = match &task.spec.arguments {
-        None => "{}".to_owned(),
-        // NB: escaped, or a character the API server refuses in an apply patch (a client may
-        // send any) would fail every apply of the Job.
-        Some(args) => serde_json::to_string(args)
-            .map(escape_refused_json)
-            .map_err(|source| BuildError::Serialize {
-                what: "spec.arguments",
-                source,
-            })?,
-    };
-    let capabilities = match &task.spec.client_capabilities {
-        None => "{}".to_owned(),
-        Some(declared) => serde_json::to_string(declared)
-            .map(escape_refused_json)
-            .map_err(|source| BuildError::Serialize {
-                what: "spec.clientCapabilities",
-                source,
-            })?,
-    };
+    let arguments = pod_json(task.spec.arguments.as_ref(), "spec.arguments")?;
+    let capabilities = pod_json(
+        task.spec.client_capabilities.as_ref(),
+        "spec.clientCapabilities",
+    )?;
     let mut env = vec![
         var(ENV_TASK_ID, task.task_id().to_owned())?,
         var(ENV_TOOL_NAME, task.spec.tool.clone())?,
@@ -352,13 +335,10 @@ fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildErro
         .as_ref()
         .is_some_and(|s| !s.is_empty());
     if has_start_inputs || task.spec.start_input_responses.is_some() {
-        let answers = task.spec.start_input_responses.clone().unwrap_or_default();
-        let answers = serde_json::to_string(&answers)
-            .map(escape_refused_json)
-            .map_err(|source| BuildError::Serialize {
-                what: "spec.startInputResponses",
-                source,
-            })?;
+        let answers = pod_json(
+            task.spec.start_input_responses.as_ref(),
+            "spec.startInputResponses",
+        )?;
         env.push(var(ENV_START_INPUTS, answers)?);
     }
     // Rendered from the parsed IDs, so only the W3C format reaches the container.

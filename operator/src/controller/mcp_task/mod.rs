@@ -24,16 +24,17 @@ pub mod ttl;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use futures::TryStreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
-use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::McpTask;
 
+use super::{drain, watched};
 use crate::context::{Context, TaskRef};
 
 /// How often the state of deleted tasks is dropped and the task and log-stream gauges refresh.
@@ -48,20 +49,8 @@ pub async fn run(
     triggers: UnboundedReceiver<TaskRef>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    let (tasks, jobs, pods): (Api<DeserializeGuard<McpTask>>, Api<Job>, Api<Pod>) =
-        match &ctx.config.namespace {
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client, ns),
-            ),
-            None => (
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-                Api::all(client),
-            ),
-        };
+    let tasks = watched::<DeserializeGuard<McpTask>>(&ctx);
+    let (jobs, pods) = (watched::<Job>(&ctx), watched::<Pod>(&ctx));
     let managed = watcher::Config::default().labels(MANAGED_SELECTOR);
     // The Jobs and pods the operator made, cached by the watches that also trigger reconciles
     // (`cache.rs`): a reconcile reads them without an API request.
@@ -110,7 +99,7 @@ pub async fn run(
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
     let _ = ctx.tasks.set(controller.store());
-    controller
+    let results = controller
         .owns_stream(job_events)
         // A pod's Job is named after its task, and the Job controller labels the pod with it.
         .watches_stream(pod_events, |pod: Pod| {
@@ -125,13 +114,8 @@ pub async fn run(
         })
         .reconcile_on(triggers)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "McpTask controller event");
-            }
-        })
-        .await;
+        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+    drain(results, "McpTask").await;
     sweeper.abort();
 }
 

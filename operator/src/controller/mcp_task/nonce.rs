@@ -72,7 +72,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::controller::mcp_task::build::build_job;
-    use crate::fixtures::{task, tool};
+    use crate::fixtures::{downward_files, task, tool};
 
     #[test]
     fn nonces_are_256_random_bits_in_hex() {
@@ -95,18 +95,11 @@ mod tests {
             .iter()
             .flatten()
             .find(|v| v.name == VOLUME_NAME);
-        let items = volume
-            .unwrap()
-            .downward_api
-            .as_ref()
-            .unwrap()
-            .items
-            .as_ref()
+        let files = downward_files(volume.unwrap());
+        let (_, field) = files
+            .iter()
+            .find(|(path, _)| *path == MESSAGE_NONCE_FILE)
             .unwrap();
-        let file = items.iter().find(|i| i.path == MESSAGE_NONCE_FILE).unwrap();
-        assert_eq!(
-            file.field_ref.as_ref().unwrap().field_path,
-            "metadata.annotations['mcptasks.io/message-nonce']"
-        );
+        assert_eq!(*field, "metadata.annotations['mcptasks.io/message-nonce']");
     }
 }

@@ -5,27 +5,23 @@ pub mod validate;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use kube::Api;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::McpTool;
 
+use super::{drain, watched};
 use crate::context::Context;
 
 /// Runs the McpTool controller until `shutdown` resolves.
 pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let tools: Api<DeserializeGuard<McpTool>> = match &ctx.config.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let tools = watched::<DeserializeGuard<McpTool>>(&ctx);
     let controller = Controller::new(tools.clone(), watcher::Config::default().any_semantic());
     let store = controller.store();
     // The McpTask controller looks tools up here instead of listing them on every reconcile.
     let _ = ctx.tools.set(store.clone());
-    controller
+    let results = controller
         // Whether a tool keeps its MCP name depends on the other tools using it: when one
         // appears, changes or goes, look again at those.
         .watches(
@@ -34,13 +30,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             move |changed: DeserializeGuard<McpTool>| same_name_siblings(&store.state(), &changed),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "McpTool controller event");
-            }
-        })
-        .await;
+        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+    drain(results, "McpTool").await;
 }
 
 /// The other tools of `changed`'s namespace with its MCP name, which a change of `changed` can

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::mcp_tool::READY_CONDITION;
@@ -13,7 +13,6 @@ use mcp_task_operator_crds::{McpTool, McpToolStatus};
 use tracing::instrument;
 
 use super::validate::{ToolInvalid, ready_condition, validate_tool};
-use crate::FIELD_MANAGER;
 use crate::context::Context;
 use crate::controller::{reconcile_guarded, retry_after_error};
 use crate::error::{Error, KubeOp, Result};
@@ -44,7 +43,6 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
         kind: "McpTool",
         field: "metadata.namespace",
     })?;
-    let name = tool.name_any();
     let api: Api<McpTool> = Api::namespaced(ctx.client.clone(), &namespace);
     let siblings = api
         .list(&ListParams::default())
@@ -71,14 +69,7 @@ async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
         image: tool.tool_container().and_then(|c| c.image.clone()),
     };
     if tool.status.as_ref() != Some(&status) {
-        let patch = crate::controller::status_patch::<McpTool>(&status);
-        api.patch_status(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-        .map_err(|e| Error::kube(KubeOp::Patch, "McpTool status", &name, e))?;
+        crate::controller::apply_status(&ctx.client, tool, &status, "McpTool status").await?;
     }
     if changed {
         let warning = result.is_err();

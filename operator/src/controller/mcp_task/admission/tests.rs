@@ -18,6 +18,12 @@ fn at(name: &str, second: u32) -> McpTask {
     t
 }
 
+/// Whether `task` may get its Job among `tasks` (limit `limit`), no task admitted before
+/// being pending.
+fn admit_among(task: &McpTask, limit: usize, tasks: &[McpTask]) -> Admission {
+    admit(task, limit, tasks, &HashSet::new())
+}
+
 fn running(mut t: McpTask) -> McpTask {
     t.status = Some(McpTaskStatus {
         job_name: t.metadata.name.clone(),
@@ -36,43 +42,38 @@ fn ended(mut t: McpTask) -> McpTask {
 fn the_first_tasks_up_to_the_limit_are_admitted_the_rest_queue_in_creation_order() {
     let (a, b, c) = (at("c-first", 1), at("a-second", 2), at("b-third", 3));
     let all = [a.clone(), b.clone(), c.clone()];
-    assert_eq!(admit(&a, 1, &all, &HashSet::new()), Admission::Admit);
-    assert_eq!(
-        admit(&b, 1, &all, &HashSet::new()),
-        Admission::Queued { ahead: 1 }
-    );
-    assert_eq!(
-        admit(&c, 1, &all, &HashSet::new()),
-        Admission::Queued { ahead: 2 }
-    );
-    assert_eq!(admit(&b, 2, &all, &HashSet::new()), Admission::Admit);
-    assert_eq!(
-        admit(&c, 2, &all, &HashSet::new()),
-        Admission::Queued { ahead: 2 }
-    );
+    let cases = [
+        (&a, 1, Admission::Admit),
+        (&b, 1, Admission::Queued { ahead: 1 }),
+        (&c, 1, Admission::Queued { ahead: 2 }),
+        (&b, 2, Admission::Admit),
+        (&c, 2, Admission::Queued { ahead: 2 }),
+    ];
+    for (task, limit, expected) in cases {
+        let name = task.name_any();
+        assert_eq!(
+            admit_among(task, limit, &all),
+            expected,
+            "{name} of {limit}"
+        );
+    }
 }
 
 #[test]
 fn the_same_second_orders_by_name() {
     let (x, y) = (at("xx", 5), at("yy", 5));
     let all = [y.clone(), x.clone()];
-    assert_eq!(admit(&x, 1, &all, &HashSet::new()), Admission::Admit);
-    assert_eq!(
-        admit(&y, 1, &all, &HashSet::new()),
-        Admission::Queued { ahead: 1 }
-    );
+    assert_eq!(admit_among(&x, 1, &all), Admission::Admit);
+    assert_eq!(admit_among(&y, 1, &all), Admission::Queued { ahead: 1 });
 }
 
 #[test]
 fn a_running_task_holds_its_slot_until_it_ends() {
     let (a, b) = (at("a", 1), at("b", 2));
     let holding = [running(a.clone()), b.clone()];
-    assert_eq!(
-        admit(&b, 1, &holding, &HashSet::new()),
-        Admission::Queued { ahead: 0 }
-    );
+    assert_eq!(admit_among(&b, 1, &holding), Admission::Queued { ahead: 0 });
     let freed = [ended(a), b.clone()];
-    assert_eq!(admit(&b, 1, &freed, &HashSet::new()), Admission::Admit);
+    assert_eq!(admit_among(&b, 1, &freed), Admission::Admit);
 }
 
 #[test]
@@ -80,10 +81,7 @@ fn a_later_running_task_holds_a_slot_too() {
     // Admitted under a larger limit, say: it still counts against the new one.
     let (a, b) = (at("a", 1), at("b", 2));
     let all = [a.clone(), running(b)];
-    assert_eq!(
-        admit(&a, 1, &all, &HashSet::new()),
-        Admission::Queued { ahead: 0 }
-    );
+    assert_eq!(admit_among(&a, 1, &all), Admission::Queued { ahead: 0 });
 }
 
 #[test]
@@ -100,16 +98,13 @@ fn a_cancelled_queued_task_and_other_tools_tasks_take_no_place() {
     let mut other_ns = running(at("n", 0));
     other_ns.metadata.namespace = Some("elsewhere".to_owned());
     let all = [cancelled, other_tool, other_ns, b.clone()];
-    assert_eq!(admit(&b, 1, &all, &HashSet::new()), Admission::Admit);
+    assert_eq!(admit_among(&b, 1, &all), Admission::Admit);
 }
 
 #[test]
 fn the_task_itself_in_any_version_is_not_counted() {
     let a = at("a", 1);
-    assert_eq!(
-        admit(&a, 1, &[running(a.clone())], &HashSet::new()),
-        Admission::Admit
-    );
+    assert_eq!(admit_among(&a, 1, &[running(a.clone())]), Admission::Admit);
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! Tests for building a task's Job from inline YAML fixtures.
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
 use super::*;
-use crate::fixtures::{task, task_from, tool, tool_from};
+use crate::fixtures::{downward_files, task, task_from, tool, tool_from};
 
 fn config() -> Config {
     Config::from_lookup(|_| None).unwrap()
@@ -12,6 +13,20 @@ fn config() -> Config {
 
 fn pod_spec(job: &Job) -> &PodSpec {
     job.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn pod_meta(job: &Job) -> &ObjectMeta {
+    job.spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+}
+
+fn pod_annotations(job: &Job) -> &BTreeMap<String, String> {
+    pod_meta(job).annotations.as_ref().unwrap()
 }
 
 fn env_of(container: &Container) -> BTreeMap<String, String> {
@@ -108,15 +123,7 @@ fn job_and_pod_carry_recommended_labels() {
     );
     assert_eq!(labels[TASK_LABEL], "abcdefghijklmnopqrstuvwxyz234567");
     assert_eq!(labels[TOOL_LABEL], "report");
-    let template_meta = job
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .metadata
-        .as_ref()
-        .unwrap();
-    assert_eq!(template_meta.labels.as_ref(), Some(labels));
+    assert_eq!(pod_meta(&job).labels.as_ref(), Some(labels));
 }
 
 #[test]
@@ -144,24 +151,8 @@ fn tool_container_gets_the_contract_env_and_mount() {
 fn downward_api_volume_projects_the_pod_annotations() {
     let job = build_job(&task(), &tool(), &config()).unwrap();
     let volume = &pod_spec(&job).volumes.as_ref().unwrap()[0];
-    let items = volume
-        .downward_api
-        .as_ref()
-        .unwrap()
-        .items
-        .as_ref()
-        .unwrap();
-    let files: Vec<(&str, &str)> = items
-        .iter()
-        .map(|i| {
-            (
-                i.path.as_str(),
-                i.field_ref.as_ref().unwrap().field_path.as_str(),
-            )
-        })
-        .collect();
     assert_eq!(
-        files,
+        downward_files(volume),
         [
             (
                 "cancel-requested",
@@ -173,14 +164,7 @@ fn downward_api_volume_projects_the_pod_annotations() {
             ),
         ]
     );
-    let annotations = job
-        .spec
-        .unwrap()
-        .template
-        .metadata
-        .unwrap()
-        .annotations
-        .unwrap();
+    let annotations = pod_annotations(&job);
     assert_eq!(annotations[CANCEL_REQUESTED_ANNOTATION], "");
     assert_eq!(annotations[POD_INPUT_RESPONSES_ANNOTATION], "{}");
 }
@@ -231,14 +215,7 @@ fn sidecar_template_is_kept_and_contract_names_win() {
         .map(|m| m.mount_path.as_str())
         .collect();
     assert_eq!(mounts, ["/scratch", "/var/run/mcp"]);
-    let meta = job
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .metadata
-        .as_ref()
-        .unwrap();
+    let meta = pod_meta(&job);
     assert_eq!(meta.labels.as_ref().unwrap()["team"], "data");
     assert_eq!(meta.annotations.as_ref().unwrap()["note"], "kept");
 }
@@ -261,14 +238,7 @@ fn answers_reach_env_and_annotations() {
     let job = build_job(&task, &tool(), &config()).unwrap();
     let env = env_of(&pod_spec(&job).containers[0]);
     assert_eq!(env[ENV_START_INPUTS], r#"{"confirm":{"action":"accept"}}"#);
-    let annotations = job
-        .spec
-        .unwrap()
-        .template
-        .metadata
-        .unwrap()
-        .annotations
-        .unwrap();
+    let annotations = pod_annotations(&job);
     assert_eq!(
         annotations[CANCEL_REQUESTED_ANNOTATION],
         "2026-08-01T12:00:05Z"

@@ -333,6 +333,10 @@ async fn a_resumed_follower_reports_only_warnings_past_its_checkpoint() {
         bytes: 32,
         warnings: 2,
     };
+    let other_pod = Checkpoint {
+        pod_uid: "pod-0".into(),
+        ..checkpoint
+    };
     let (state, _, reported) = follow_recorded(vec![(200, log)], Some(checkpoint)).await;
     assert_eq!(
         reported,
@@ -340,11 +344,6 @@ async fn a_resumed_follower_reports_only_warnings_past_its_checkpoint() {
         "the first two were reported before the failover"
     );
     assert_eq!(lock(&state).view().checkpoint.warnings, 3);
-    let other_pod = Checkpoint {
-        pod_uid: "pod-0".into(),
-        bytes: 32,
-        warnings: 2,
-    };
     let (_, _, reported) = follow_recorded(vec![(200, log)], Some(other_pod)).await;
     assert_eq!(
         reported,

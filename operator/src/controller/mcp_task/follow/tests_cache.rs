@@ -7,7 +7,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::Verdict;
-use super::tests::follow_with;
+use super::tests::{Followed, follow_with};
 use crate::lock;
 
 /// A cache holding the pod `p` (UID `uid`) of namespace `tools`, its container `tool` in
@@ -24,14 +24,14 @@ fn cache_with(uid: &str, state: &str) -> Store<Pod> {
     store
 }
 
+/// Follows pod `p`, whose log reads `hello\nworld` every time, with the pod cache `cache`.
+async fn follow_cached(cache: Store<Pod>) -> Followed {
+    follow_with(vec![(200, "hello\nworld")], None, Some(cache)).await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_follower_reads_its_pod_from_the_cache() {
-    let run = follow_with(
-        vec![(200, "hello\nworld")],
-        None,
-        Some(cache_with("pod-1", "terminated")),
-    )
-    .await;
+    let run = follow_cached(cache_with("pod-1", "terminated")).await;
     assert_eq!(lock(&run.state).verdict, Verdict::Complete);
     assert_eq!(run.log_reads, 2, "the stream, then one read that agrees");
     assert_eq!(run.pod_lists, 0, "the pod came from the cache each time");
@@ -40,16 +40,11 @@ async fn a_follower_reads_its_pod_from_the_cache() {
 #[tokio::test(start_paused = true)]
 async fn a_pod_the_cache_lacks_is_confirmed_by_a_list() {
     // Another pod of the same name (a new UID) in the cache is not this follower's pod.
-    let run = follow_with(
-        vec![(200, "hello\nworld")],
-        None,
-        Some(cache_with("pod-0", "terminated")),
-    )
-    .await;
+    let run = follow_cached(cache_with("pod-0", "terminated")).await;
     assert_eq!(lock(&run.state).verdict, Verdict::Complete);
     assert_eq!(run.pod_lists, 2, "one list per ended stream");
     let (empty, _writer) = reflector::store::<Pod>();
-    let run = follow_with(vec![(200, "hello\nworld")], None, Some(empty)).await;
+    let run = follow_cached(empty).await;
     assert_eq!(lock(&run.state).verdict, Verdict::Complete);
     assert_eq!(run.pod_lists, 2, "the mock's pod exists: the cache lagged");
 }

@@ -351,26 +351,22 @@ fn the_job_of_an_earlier_task_of_the_name_is_told_apart() {
         ))
         .unwrap()
     };
-    assert!(earlier_task_job(
-        &job_owned_by("McpTask", "t", "old"),
-        "t",
-        "new"
-    ));
-    assert!(!earlier_task_job(
-        &job_owned_by("McpTask", "t", "new"),
-        "t",
-        "new"
-    ));
-    assert!(!earlier_task_job(
-        &job_owned_by("McpTask", "u", "old"),
-        "t",
-        "new"
-    ));
-    assert!(!earlier_task_job(
-        &job_owned_by("CronJob", "t", "old"),
-        "t",
-        "new"
-    ));
+    // The owner (kind, name, UID) of a Job of task `t` (UID `new`), and whether it is an
+    // earlier task's.
+    let cases = [
+        (("McpTask", "t", "old"), true),
+        (("McpTask", "t", "new"), false),
+        (("McpTask", "u", "old"), false),
+        (("CronJob", "t", "old"), false),
+    ];
+    for ((kind, name, uid), earlier) in cases {
+        let job = job_owned_by(kind, name, uid);
+        assert_eq!(
+            earlier_task_job(&job, "t", "new"),
+            earlier,
+            "{kind} {name} {uid}"
+        );
+    }
     assert!(!earlier_task_job(&job("{}"), "t", "new"));
 }
 

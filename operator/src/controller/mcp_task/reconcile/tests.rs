@@ -30,27 +30,39 @@ fn live_task() -> McpTask {
     t
 }
 
-fn tool_list(items: Vec<McpTool>) -> Value {
-    json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList", "metadata": {}, "items": items})
+/// The lookup (GET) of the namespace's tools, answered with `items`.
+fn tool_lookup(items: Vec<McpTool>) -> Call {
+    let list = json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList",
+                      "metadata": {}, "items": items});
+    Call::ok(Method::GET, TOOLS, list)
+}
+
+/// The reads of a task whose Job does not exist: its tools (`items`), then its Job (404).
+fn no_job_yet(items: Vec<McpTool>) -> Vec<Call> {
+    vec![tool_lookup(items), Call::not_found(JOB)]
+}
+
+/// The reads of a task whose Job exists: its tool, then its Job (`job`).
+fn job_found(job: Value) -> Vec<Call> {
+    vec![tool_lookup(vec![tool()]), Call::ok(Method::GET, JOB, job)]
+}
+
+/// The reads of a task whose Job exists: its tool, its Job (`job`), then its pods (`pods`).
+fn job_and_pods(job: Value, pods: Value) -> Vec<Call> {
+    let mut calls = job_found(job);
+    calls.push(Call::ok(Method::GET, PODS, pods));
+    calls
 }
 
 /// Where a task's Job is created (POST).
 const JOBS: &str = "/apis/batch/v1/namespaces/tools/jobs";
-
-/// The record of the Job in the task's status (a merge patch) before the Job is created.
-fn claim_call(task: &McpTask) -> Call {
-    Call::ok(
-        Method::PATCH,
-        &format!("{TASK}/status"),
-        serde_json::to_value(task).unwrap(),
-    )
-}
 
 /// The fresh read (GET) of the task before a terminal status is written.
 fn fresh_read(task: &McpTask) -> Call {
     Call::ok(Method::GET, TASK, json!(task))
 }
 
+/// A write (merge patch) of the task's status: the record of its Job, its expiry or its state.
 fn status_call(task: &McpTask) -> Call {
     Call::ok(
         Method::PATCH,
@@ -59,28 +71,86 @@ fn status_call(task: &McpTask) -> Call {
     )
 }
 
+/// A terminal status write: the fresh read of `task`, the status write, then its Event.
+fn terminal_write(task: &McpTask) -> Vec<Call> {
+    vec![fresh_read(task), status_call(task), Call::event("tools")]
+}
+
+/// A working status write (`task`) and its Event.
+fn working_write(task: &McpTask) -> Vec<Call> {
+    vec![status_call(task), Call::event("tools")]
+}
+
+/// `task` with the status `status` and, if any, the Job `job_name` recorded.
+fn with_status(mut task: McpTask, status: TaskStatus, job_name: Option<&str>) -> McpTask {
+    task.status = Some(McpTaskStatus {
+        status,
+        job_name: job_name.map(Into::into),
+        ..Default::default()
+    });
+    task
+}
+
+/// The fixture task (see [`live_task`]), working, whose Job was recorded and its creation
+/// confirmed.
+fn confirmed_task() -> McpTask {
+    let mut task = with_status(live_task(), TaskStatus::Working, Some(ID));
+    crate::controller::mcp_task::job_record::confirm(
+        &mut task.status.as_mut().unwrap().conditions,
+        ID,
+        "job-uid",
+        Timestamp::now(),
+    );
+    task
+}
+
+/// `task` with a cancel requested (at 12:00:01, a second after the fixture was created).
+fn with_cancel(mut task: McpTask) -> McpTask {
+    task.metadata.annotations = Some(BTreeMap::from([(
+        CANCEL_REQUESTED_ANNOTATION.into(),
+        "2026-08-01T12:00:01Z".into(),
+    )]));
+    task
+}
+
+/// The creation (POST) of the task's Job, its Event, then the list of its pods (none yet).
+fn job_created() -> Vec<Call> {
+    vec![
+        Call::echo(Method::POST, JOBS),
+        Call::event("tools"),
+        Call::ok(Method::GET, PODS, no_pods()),
+    ]
+}
+
+/// An empty list of pods.
+fn no_pods() -> Value {
+    json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []})
+}
+
+/// Runs the task reconcile once on `task` against a mock serving `calls`: its action and the
+/// request bodies.
 async fn run(task: McpTask, calls: Vec<Call>) -> (Action, Vec<Value>) {
-    let (ctx, server, _triggers) = context(calls);
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .expect("reconcile succeeds");
-    (action, server.await.expect("every expected call was made"))
+    crate::fixtures::api::run(reconcile, task, calls).await
+}
+
+/// Reconciles `task`, whose Job does not exist, with the namespace's tools `items`, to a
+/// terminal status: the request bodies (the status write at 3, its Event at 4).
+async fn end_without_job(task: McpTask, items: Vec<McpTool>) -> Vec<Value> {
+    let calls = [no_job_yet(items), terminal_write(&task)].concat();
+    run(task, calls).await.1
 }
 
 #[tokio::test]
 async fn new_task_gets_one_job_and_a_working_status() {
     let task = live_task();
-    let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []});
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        claim_call(&task),
-        Call::echo(Method::POST, JOBS),
-        Call::event("tools"),
-        Call::ok(Method::GET, PODS, pods),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [
+        no_job_yet(vec![tool()]),
+        // The Job's record.
+        vec![status_call(&task)],
+        job_created(),
+        working_write(&task),
+    ]
+    .concat();
     let (action, bodies) = run(task, calls).await;
     // The Job is recorded before it is created, if the task is as read.
     assert_eq!(bodies[2]["status"]["jobName"], ID);
@@ -105,11 +175,7 @@ async fn new_task_gets_one_job_and_a_working_status() {
 
 #[tokio::test]
 async fn terminal_task_without_ttl_makes_no_calls() {
-    let mut task = live_task();
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::Completed,
-        ..Default::default()
-    });
+    let task = with_status(live_task(), TaskStatus::Completed, None);
     let (action, bodies) = run(task, vec![]).await;
     assert_eq!(action, Action::await_change());
     assert!(bodies.is_empty());
@@ -118,11 +184,7 @@ async fn terminal_task_without_ttl_makes_no_calls() {
 #[tokio::test]
 async fn expired_task_is_deleted() {
     // The fixture was created on 2026-08-01 with a one-hour TTL.
-    let mut ended = task();
-    ended.status = Some(McpTaskStatus {
-        status: TaskStatus::Completed,
-        ..Default::default()
-    });
+    let ended = with_status(task(), TaskStatus::Completed, None);
     let calls = vec![
         Call::event("tools"),
         Call::ok(Method::DELETE, TASK, serde_json::to_value(task()).unwrap()),
@@ -133,47 +195,15 @@ async fn expired_task_is_deleted() {
 
 #[tokio::test]
 async fn cancel_before_the_job_exists_cancels_without_creating_one() {
-    let mut task = live_task();
-    task.metadata.annotations = Some(BTreeMap::from([(
-        CANCEL_REQUESTED_ANNOTATION.into(),
-        "2026-08-01T12:00:01Z".into(),
-    )]));
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
+    let bodies = end_without_job(with_cancel(live_task()), vec![tool()]).await;
     assert_eq!(bodies[3]["status"]["status"], "cancelled");
     assert_eq!(bodies[4]["reason"], "Cancelled");
 }
 
 #[tokio::test]
 async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
-    let mut task = live_task();
-    let mut conditions = vec![];
     // Its creation was confirmed: someone deleted it.
-    crate::controller::mcp_task::job_record::confirm(
-        &mut conditions,
-        ID,
-        "job-uid",
-        Timestamp::now(),
-    );
-    task.status = Some(McpTaskStatus {
-        job_name: Some(ID.into()),
-        conditions,
-        ..Default::default()
-    });
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
+    let bodies = end_without_job(confirmed_task(), vec![tool()]).await;
     let status = &bodies[3]["status"];
     assert_eq!(status["status"], "failed");
     assert_eq!(status["error"]["code"], -32603);
@@ -186,22 +216,10 @@ async fn recorded_job_that_vanished_fails_the_task_and_is_not_recreated() {
 /// `failed` again with `data.reason: JobDeleted` over it.
 #[tokio::test]
 async fn a_terminal_decision_on_a_stale_task_does_not_overwrite_the_stored_outcome() {
-    let mut stale = live_task();
-    stale.status = Some(McpTaskStatus {
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let mut stored = stale.clone();
-    stored.status = Some(McpTaskStatus {
-        status: TaskStatus::Failed,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        fresh_read(&stored),
-    ];
+    let stale = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let stored = with_status(stale.clone(), TaskStatus::Failed, Some(ID));
+    let mut calls = no_job_yet(vec![tool()]);
+    calls.push(fresh_read(&stored));
     let (action, bodies) = run(stale, calls).await;
     assert_eq!(bodies.len(), 3, "no status write, no Event: {bodies:?}");
     assert_eq!(action, Action::requeue(STALE_RETRY));
@@ -209,15 +227,7 @@ async fn a_terminal_decision_on_a_stale_task_does_not_overwrite_the_stored_outco
 
 #[tokio::test]
 async fn unknown_tool_fails_the_task() {
-    let task = live_task();
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![])),
-        Call::not_found(JOB),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
+    let bodies = end_without_job(live_task(), vec![]).await;
     assert_eq!(
         bodies[3]["status"]["error"]["data"]["reason"],
         "ToolNotFound"
@@ -227,20 +237,12 @@ async fn unknown_tool_fails_the_task() {
 
 #[tokio::test]
 async fn a_tool_the_policy_refuses_fails_the_task_without_a_job() {
-    let task = live_task();
     // Ready or not, the Job is checked as built: no PATCH of the Job is expected.
     let mut privileged = tool();
     let spec = privileged.spec.template.spec.as_mut().unwrap();
     spec.containers[0].security_context =
         Some(serde_json::from_value(json!({"privileged": true})).unwrap());
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![privileged])),
-        Call::not_found(JOB),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(task, calls).await;
+    let bodies = end_without_job(live_task(), vec![privileged]).await;
     let status = &bodies[3]["status"];
     assert_eq!(status["status"], "failed");
     assert_eq!(status["error"]["data"]["reason"], "TemplateNotAllowed");
@@ -281,6 +283,26 @@ fn job_json() -> Value {
     job
 }
 
+/// An update (PATCH) of the annotations of the pod in `pods` (a list of one).
+fn pod_patch(pods: &Value) -> Call {
+    Call::ok(
+        Method::PATCH,
+        &format!("{PODS}/job-pod"),
+        pods["items"][0].clone(),
+    )
+}
+
+/// A terminal status write that stops the task's Job first: the fresh read of `task`, the
+/// DELETE of the Job, the status write, then its Event.
+fn stop_and_write(task: &McpTask) -> Vec<Call> {
+    vec![
+        fresh_read(task),
+        Call::ok(Method::DELETE, JOB, job_json()),
+        status_call(task),
+        Call::event("tools"),
+    ]
+}
+
 /// A reference to the task's Job as its pods' controller.
 fn controlled_by_job() -> Value {
     json!([{"apiVersion": "batch/v1", "kind": "Job", "name": ID, "uid": "job-uid",
@@ -298,6 +320,11 @@ fn pod_list(phase: &str, state: Value, annotations: Value) -> Value {
                    "imageID": "", "ready": true, "restartCount": 0, "state": state}]},
     });
     json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
+}
+
+/// The annotations of a pod that has every answer and no cancel pending.
+fn settled_annotations() -> Value {
+    json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"})
 }
 
 fn no_events() -> Value {

@@ -4,7 +4,7 @@ use axum::http::Method;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fixtures::api::{Call, context};
+use crate::fixtures::api::{Call, run};
 use crate::fixtures::tool;
 
 const TOOLS: &str = "/apis/mcptasks.io/v1alpha1/namespaces/tools/mcptools";
@@ -13,27 +13,24 @@ fn tool_list(items: &[McpTool]) -> Value {
     json!({"apiVersion": "mcptasks.io/v1alpha1", "kind": "McpToolList", "metadata": {}, "items": items})
 }
 
-async fn run(tool: McpTool, calls: Vec<Call>) -> (Action, Vec<Value>) {
-    let (ctx, server, _triggers) = context(calls);
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(tool))), ctx)
-        .await
-        .expect("reconcile succeeds");
-    (action, server.await.expect("every expected call was made"))
+/// Reconciles `tool` among the namespace's tools `listed`: the list of them, the status write,
+/// then its Event.
+async fn reconcile_among(tool: McpTool, listed: &[McpTool]) -> (Action, Vec<Value>) {
+    let calls = vec![
+        Call::ok(Method::GET, TOOLS, tool_list(listed)),
+        Call::ok(
+            Method::PATCH,
+            &format!("{TOOLS}/report/status"),
+            serde_json::to_value(&tool).unwrap(),
+        ),
+        Call::event("tools"),
+    ];
+    run(reconcile, tool, calls).await
 }
 
 #[tokio::test]
 async fn valid_tool_becomes_ready_with_an_event() {
-    let t = tool();
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(std::slice::from_ref(&t))),
-        Call::ok(
-            Method::PATCH,
-            &format!("{TOOLS}/report/status"),
-            serde_json::to_value(&t).unwrap(),
-        ),
-        Call::event("tools"),
-    ];
-    let (_, bodies) = run(t, calls).await;
+    let (_, bodies) = reconcile_among(tool(), &[tool()]).await;
     let status = &bodies[1]["status"];
     assert_eq!(status["conditions"][0]["type"], "Ready");
     assert_eq!(status["conditions"][0]["status"], "True");
@@ -56,16 +53,7 @@ async fn duplicate_name_is_not_ready_and_rechecked_soon() {
     t.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         "2026-02-01T00:00:00Z".parse().unwrap(),
     ));
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(&[older, t.clone()])),
-        Call::ok(
-            Method::PATCH,
-            &format!("{TOOLS}/report/status"),
-            serde_json::to_value(&t).unwrap(),
-        ),
-        Call::event("tools"),
-    ];
-    let (action, bodies) = run(t, calls).await;
+    let (action, bodies) = reconcile_among(t.clone(), &[older, t]).await;
     let condition = &bodies[1]["status"]["conditions"][0];
     assert_eq!(condition["status"], "False");
     assert_eq!(condition["reason"], "DuplicateName");

@@ -45,45 +45,39 @@ fn recorded(confirmed: bool) -> McpTask {
 /// The fixture task was created at 12:00:00.
 const SOON: &str = "2026-08-01T12:00:10Z";
 
+/// The [`plan`] for `task` (with `job`, `cancel_at`, `fresh` as there) ten seconds after the
+/// fixture task was created.
+fn plan_soon(task: &McpTask, job: Option<&Job>, cancel_at: Option<Timestamp>, fresh: bool) -> Plan {
+    plan(task, job, &ids(), cancel_at, at(SOON), fresh)
+}
+
 #[test]
 fn a_new_task_records_then_creates_its_job() {
-    let p = plan(&task(), None, &ids(), None, at(SOON), false);
+    let p = plan_soon(&task(), None, None, false);
     assert_eq!(p, Plan::Create { record: true });
 }
 
 #[test]
 fn a_half_done_record_is_read_again_then_created_without_a_new_record() {
     let half = recorded(false);
-    assert_eq!(
-        plan(&half, None, &ids(), None, at(SOON), false),
-        Plan::ReadAgain
-    );
-    let created = plan(&half, None, &ids(), None, at(SOON), true);
+    assert_eq!(plan_soon(&half, None, None, false), Plan::ReadAgain);
+    let created = plan_soon(&half, None, None, true);
     assert_eq!(created, Plan::Create { record: false });
 }
 
 #[test]
 fn a_confirmed_job_that_is_gone_is_never_created_again() {
     let confirmed = recorded(true);
-    assert_eq!(
-        plan(&confirmed, None, &ids(), None, at(SOON), false),
-        Plan::NoJob
-    );
-    assert_eq!(
-        plan(&confirmed, None, &ids(), None, at(SOON), true),
-        Plan::NoJob
-    );
+    assert_eq!(plan_soon(&confirmed, None, None, false), Plan::NoJob);
+    assert_eq!(plan_soon(&confirmed, None, None, true), Plan::NoJob);
 }
 
 #[test]
 fn a_cancelled_task_gets_no_job() {
     let cancel = Some(at("2026-08-01T12:00:05Z"));
+    assert_eq!(plan_soon(&task(), None, cancel, false), Plan::NoJob);
     assert_eq!(
-        plan(&task(), None, &ids(), cancel, at(SOON), false),
-        Plan::NoJob
-    );
-    assert_eq!(
-        plan(&recorded(false), None, &ids(), cancel, at(SOON), false),
+        plan_soon(&recorded(false), None, cancel, false),
         Plan::NoJob
     );
 }
@@ -91,12 +85,9 @@ fn a_cancelled_task_gets_no_job() {
 #[test]
 fn an_existing_job_is_used_and_an_earlier_tasks_is_waited_for_up_to_a_bound() {
     let own = job_owned_by(&ids().uid);
-    assert_eq!(
-        plan(&task(), Some(&own), &ids(), None, at(SOON), false),
-        Plan::Use
-    );
+    assert_eq!(plan_soon(&task(), Some(&own), None, false), Plan::Use);
     let earlier = job_owned_by("earlier-task-uid");
-    let wait = plan(&task(), Some(&earlier), &ids(), None, at(SOON), false);
+    let wait = plan_soon(&task(), Some(&earlier), None, false);
     assert_eq!(wait, Plan::WaitForEarlier(task().name_any()));
     // Past the bound, or once the task recorded a Job of its own: used (then refused as
     // another's).
@@ -110,8 +101,5 @@ fn an_existing_job_is_used_and_an_earlier_tasks_is_waited_for_up_to_a_bound() {
         Plan::Use
     );
     let r = recorded(false);
-    assert_eq!(
-        plan(&r, Some(&earlier), &ids(), None, at(SOON), false),
-        Plan::Use
-    );
+    assert_eq!(plan_soon(&r, Some(&earlier), None, false), Plan::Use);
 }

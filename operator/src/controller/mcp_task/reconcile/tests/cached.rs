@@ -37,27 +37,36 @@ fn caches(jobs: Vec<Value>, pods: Vec<Value>) -> Caches {
 }
 
 fn running_pod() -> Value {
-    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    pod_list("Running", json!({"running": {}}), current)["items"][0].clone()
+    pod_list("Running", json!({"running": {}}), settled_annotations())["items"][0].clone()
 }
+
+/// Reconciles `task` once with `caches` set, against a mock serving `calls` and answering
+/// every log request with `logs`.
+async fn run_cached(
+    task: McpTask,
+    calls: Vec<Call>,
+    logs: &'static str,
+    caches: Caches,
+) -> (Action, Vec<Value>) {
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, logs);
+    ctx.caches.set(caches).unwrap();
+    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
+        .await
+        .unwrap();
+    (action, server.await.unwrap())
+}
+
+/// A tool's output that ends it with an empty result.
+const EMPTY_RESULT: &str = "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n";
 
 #[tokio::test]
 async fn a_running_task_reads_its_job_and_pods_from_the_cache_not_the_api() {
     let task = live_task();
     // Only the tool lookup (no tool cache in this test) and the status write: no GET of the
     // Job, no LIST of pods.
-    let pod = running_pod();
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    ctx.caches.set(caches(vec![job_json()], vec![pod])).unwrap();
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
+    let calls = [vec![tool_lookup(vec![tool()])], working_write(&task)].concat();
+    let cached = caches(vec![job_json()], vec![running_pod()]);
+    let (_, bodies) = run_cached(task, calls, "", cached).await;
     assert_eq!(bodies[1]["status"]["status"], "working");
     assert_eq!(bodies[1]["status"]["statusMessage"], "Running");
 }
@@ -65,31 +74,10 @@ async fn a_running_task_reads_its_job_and_pods_from_the_cache_not_the_api() {
 #[tokio::test]
 async fn a_confirmed_job_missing_from_the_cache_is_read_before_the_task_fails_job_deleted() {
     // The Job was created and confirmed, but the cache has not seen it yet.
-    let mut task = live_task();
-    let mut conditions = vec![];
-    crate::controller::mcp_task::job_record::confirm(
-        &mut conditions,
-        ID,
-        "job-uid",
-        Timestamp::now(),
-    );
-    task.status = Some(McpTaskStatus {
-        job_name: Some(ID.into()),
-        conditions,
-        ..Default::default()
-    });
-    let pod = running_pod();
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        status_call(&task),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    ctx.caches.set(caches(vec![], vec![pod])).unwrap();
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
+    let task = confirmed_task();
+    let mut calls = job_found(job_json());
+    calls.push(status_call(&task));
+    let (_, bodies) = run_cached(task, calls, "", caches(vec![], vec![running_pod()])).await;
     let status = &bodies[2]["status"];
     assert_eq!(status["status"], "working", "{status}");
 }
@@ -106,18 +94,10 @@ async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_fa
         json!({}),
     );
     let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
+        tool_lookup(vec![tool()]),
         Call::ok(Method::GET, PODS, stopped),
     ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
-        calls,
-        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
-    );
-    ctx.caches.set(caches(vec![job], vec![])).unwrap();
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
+    let (action, bodies) = run_cached(task, calls, EMPTY_RESULT, caches(vec![job], vec![])).await;
     assert_eq!(bodies.len(), 2, "no status write yet: {bodies:?}");
     // The pod was found: its log is read before anything is decided.
     assert_eq!(action, Action::requeue(LOGS_PENDING));
@@ -152,11 +132,7 @@ async fn starting_with(job_status: Value, calls: Vec<Call>, now: &str) -> (Actio
 #[tokio::test]
 async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused() {
     let task = live_task();
-    let waiting = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let waiting = [vec![tool_lookup(vec![tool()])], working_write(&task)].concat();
     let now = "2020-01-01T00:00:10Z";
     // Not synced by the Job controller yet, or its pod not in the cache yet: no request, and
     // no clock runs (the pod's or the Job's next change wakes the task; else the resync).
@@ -183,15 +159,17 @@ async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused()
     .await;
     assert_eq!(action, Action::requeue(Duration::from_secs(20)));
     // Synced long ago, and no pod: its FailedCreate Events are read, and again later.
-    let refused = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, EVENTS, no_events()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    // Reads the tool and the task's Events (`events`), then writes a working status.
+    let refused_with = |events: Value| {
+        let reads = vec![
+            tool_lookup(vec![tool()]),
+            Call::ok(Method::GET, EVENTS, events),
+        ];
+        [reads, working_write(&task)].concat()
+    };
     let (action, bodies) = starting_with(
         json!({"startTime": "2020-01-01T00:00:00Z"}),
-        refused,
+        refused_with(no_events()),
         "2020-01-01T00:05:00Z",
     )
     .await;
@@ -203,14 +181,9 @@ async fn a_starting_task_lists_events_only_once_its_pods_may_have_been_refused()
         "items": [{"metadata": {"name": "e1", "namespace": "tools"}, "reason": "FailedCreate",
                    "eventTime": "2020-01-01T00:00:05.000000Z", "note": "exceeded quota",
                    "reportingController": "job-controller", "reportingInstance": "kcm"}]});
-    let refused_lately = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, EVENTS, refusal),
-        status_call(&task),
-        Call::event("tools"),
-    ];
     let synced = json!({"startTime": "2020-01-01T00:00:00Z"});
-    let (action, bodies) = starting_with(synced, refused_lately, "2020-01-01T00:00:31Z").await;
+    let (action, bodies) =
+        starting_with(synced, refused_with(refusal), "2020-01-01T00:00:31Z").await;
     assert_eq!(bodies[2]["status"]["status"], "working");
     assert_eq!(action, Action::requeue(Duration::from_secs(4)));
 }
@@ -223,15 +196,12 @@ async fn a_terminal_status_this_replica_wrote_is_not_read_again_while_the_cache_
     let stopped = pod_list(
         "Succeeded",
         json!({"terminated": {"exitCode": 0}}),
-        json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"}),
+        settled_annotations(),
     )["items"][0]
         .clone();
     // One fresh read, the terminal write and its Event; then nothing (the mock is gone).
-    let calls = vec![fresh_read(&task), status_call(&task), Call::event("tools")];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
-        calls,
-        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
-    );
+    let calls = terminal_write(&task);
+    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, EMPTY_RESULT);
     ctx.caches.set(caches(vec![job], vec![stopped])).unwrap();
     let (tools, mut writer) = reflector::store::<DeserializeGuard<McpTool>>();
     writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Ok(tool()))));

@@ -7,18 +7,9 @@ async fn answers_too_large_for_the_pod_fail_the_task_after_the_cancel_reached_it
     let mut task = live_task();
     let big = "x".repeat(300 * 1024);
     task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"text": big}))]));
-    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    let pods = pod_list("Running", json!({"running": {}}), current);
+    let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
     // No PATCH of the pod: the answers cannot fit, and the cancel is already there.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods),
-        fresh_read(&task),
-        Call::ok(Method::DELETE, JOB, job_json()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [job_and_pods(job_json(), pods), stop_and_write(&task)].concat();
     let (_, bodies) = run(task, calls).await;
     let status = &bodies[5]["status"];
     assert_eq!(status["status"], "failed");
@@ -32,15 +23,13 @@ async fn a_job_the_api_server_refuses_fails_the_task_at_once() {
     let task = live_task();
     let quota =
         "jobs.batch \"x\" is forbidden: exceeded quota: none, requested: count/jobs.batch=1";
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        claim_call(&task),
-        Call::refused(Method::POST, JOBS, 403, quota),
-        fresh_read(&task),
+    let mut calls = no_job_yet(vec![tool()]);
+    // The Job's record, then its creation.
+    calls.extend([
         status_call(&task),
-        Call::event("tools"),
-    ];
+        Call::refused(Method::POST, JOBS, 403, quota),
+    ]);
+    calls.extend(terminal_write(&task));
     let (_, bodies) = run(task, calls).await;
     let status = &bodies[5]["status"];
     assert_eq!(status["status"], "failed");

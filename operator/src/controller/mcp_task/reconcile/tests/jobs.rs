@@ -12,20 +12,15 @@ fn conflict(path: &str) -> Call {
 #[tokio::test]
 async fn a_running_task_past_its_ttl_is_extended_not_deleted() {
     // The fixture was created on 2026-08-01 with a one-hour TTL: long past, still working.
-    let mut running = task();
+    let mut running = with_status(task(), TaskStatus::Working, Some(ID));
     running.spec.tool = "missing".into();
     running.metadata.resource_version = Some("7".into());
-    running.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
     let before = Timestamp::now();
     let calls = vec![
         // The expiry moves: no DELETE of the task.
-        claim_call(&running),
+        status_call(&running),
         Call::event("tools"),
-        Call::ok(Method::GET, TOOLS, tool_list(vec![])),
+        tool_lookup(vec![]),
         Call::not_found(JOB),
     ];
     let (ctx, server, _triggers) = crate::fixtures::api::context(calls);
@@ -59,11 +54,8 @@ async fn a_stale_copy_without_a_job_record_creates_no_job() {
     // The cache says no Job was recorded; the API server has a newer task (say it recorded
     // the Job, which was deleted since): the record is refused, and nothing is created.
     let task = live_task();
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        conflict(&format!("{TASK}/status")),
-    ];
+    let mut calls = no_job_yet(vec![tool()]);
+    calls.push(conflict(&format!("{TASK}/status")));
     let (action, bodies) = run(task, calls).await;
     assert_eq!(bodies[2]["status"]["jobName"], ID);
     assert_eq!(action, Action::requeue(STALE_RETRY));
@@ -77,12 +69,7 @@ async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
     let mut earlier = job_json();
     earlier["metadata"]["ownerReferences"][0]["uid"] = json!("earlier-task-uid");
     // No record, no POST, no pod list: a working status that says what it waits for.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, earlier.clone()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [job_found(earlier.clone()), working_write(&task)].concat();
     let (action, bodies) = run(task.clone(), calls).await;
     let status = &bodies[2]["status"];
     assert_eq!(status["status"], "working");
@@ -93,13 +80,7 @@ async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
 
     // Past the wait, it fails as before (JobConflict) and leaves the Job alone.
     task.metadata.creation_timestamp = Some(Time(Timestamp::now() - SignedDuration::from_secs(61)));
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, earlier),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [job_found(earlier), terminal_write(&task)].concat();
     let (_, bodies) = run(task, calls).await;
     assert_eq!(
         bodies[3]["status"]["error"]["data"]["reason"],
@@ -110,24 +91,16 @@ async fn the_job_of_an_earlier_task_of_the_name_is_waited_for_not_adopted() {
 #[tokio::test]
 async fn a_recorded_job_never_confirmed_and_missing_is_created_without_a_new_record() {
     // The half-done record a leader that ended between the record and the POST leaves.
-    let mut task = live_task();
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []});
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
+    let task = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let calls = [
+        no_job_yet(vec![tool()]),
         // The API server's copy is read: it is not confirmed there either.
-        fresh_read(&task),
-        Call::echo(Method::POST, JOBS),
-        Call::event("tools"),
-        Call::ok(Method::GET, PODS, pods),
+        vec![fresh_read(&task)],
+        job_created(),
         // Still working: no transition Event.
-        status_call(&task),
-    ];
+        vec![status_call(&task)],
+    ]
+    .concat();
     let (_, bodies) = run(task, calls).await;
     assert_eq!(bodies[3]["metadata"]["name"], ID);
     assert_eq!(
@@ -140,29 +113,12 @@ async fn a_recorded_job_never_confirmed_and_missing_is_created_without_a_new_rec
 
 #[tokio::test]
 async fn a_recorded_job_confirmed_on_the_api_server_but_not_in_the_cache_is_not_recreated() {
-    let mut cached = live_task();
-    cached.status = Some(McpTaskStatus {
-        status: TaskStatus::Working,
-        job_name: Some(ID.into()),
-        ..Default::default()
-    });
-    let mut stored = cached.clone();
-    let status = stored.status.as_mut().unwrap();
-    crate::controller::mcp_task::job_record::confirm(
-        &mut status.conditions,
-        ID,
-        "job-uid",
-        Timestamp::now(),
-    );
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::not_found(JOB),
-        fresh_read(&stored),
-        // No POST: the Job was created and deleted since; the task fails.
-        fresh_read(&stored),
-        status_call(&stored),
-        Call::event("tools"),
-    ];
+    let cached = with_status(live_task(), TaskStatus::Working, Some(ID));
+    let stored = confirmed_task();
+    let mut calls = no_job_yet(vec![tool()]);
+    calls.push(fresh_read(&stored));
+    // No POST: the Job was created and deleted since; the task fails.
+    calls.extend(terminal_write(&stored));
     let (_, bodies) = run(cached, calls).await;
     assert_eq!(bodies[4]["status"]["status"], "failed");
     assert_eq!(bodies[4]["status"]["error"]["data"]["reason"], "JobDeleted");

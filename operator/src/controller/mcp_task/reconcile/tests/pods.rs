@@ -8,25 +8,12 @@ use crate::controller::mcp_task::follow::LOGS_PENDING;
 async fn answers_reach_the_running_pods_annotations() {
     let mut task = live_task();
     task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
-    let stale = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    let pods = pod_list("Running", json!({"running": {}}), stale);
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods.clone()),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
+    // The answers are not on the pod yet.
+    let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
+    let mut calls = job_and_pods(job_json(), pods.clone());
+    calls.push(pod_patch(&pods));
+    calls.extend(working_write(&task));
+    let (_, bodies) = run(task, calls).await;
     assert_eq!(
         bodies[3],
         json!({"metadata": {"annotations": {
@@ -44,16 +31,8 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
         json!({"terminated": {"exitCode": 0}}),
         json!({}),
     );
-    let observe = || {
-        vec![
-            Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-            Call::ok(Method::GET, JOB, job_json()),
-            Call::ok(Method::GET, PODS, pods.clone()),
-        ]
-    };
-    let mut calls = observe();
-    calls.extend(observe());
-    calls.extend([fresh_read(&task), status_call(&task), Call::event("tools")]);
+    let observe = || job_and_pods(job_json(), pods.clone());
+    let calls = [observe(), observe(), terminal_write(&task)].concat();
     let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(
         calls,
         "hello\n{\"mcp\":\"status\",\"message\":\"done\"}\nworld",
@@ -85,36 +64,12 @@ async fn exited_tool_completes_with_its_output_once_the_logs_are_read() {
 
 #[tokio::test]
 async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
-    let mut task = live_task();
-    task.metadata.annotations = Some(BTreeMap::from([(
-        CANCEL_REQUESTED_ANNOTATION.into(),
-        "2026-08-01T12:00:01Z".into(),
-    )]));
+    let task = with_cancel(live_task());
     let pods = pod_list("Running", json!({"running": {}}), json!({}));
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods.clone()),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        Call::ok(
-            Method::PATCH,
-            &format!("{PODS}/job-pod"),
-            pods["items"][0].clone(),
-        ),
-        fresh_read(&task),
-        Call::ok(Method::DELETE, JOB, job_json()),
-        status_call(&task),
-        Call::event("tools"),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
-    reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    let bodies = server.await.unwrap();
+    let mut calls = job_and_pods(job_json(), pods.clone());
+    calls.extend([pod_patch(&pods), pod_patch(&pods)]);
+    calls.extend(stop_and_write(&task));
+    let (_, bodies) = run(task, calls).await;
     // The cancel goes alone, first: it never waits on answers that may not fit.
     assert_eq!(
         bodies[3],
@@ -129,7 +84,6 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
 
 #[tokio::test]
 async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
-    let mut task = live_task();
     // The status was decided from 100 bytes of this pod's log; the new follower has read none.
     let checkpoint = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         type_: "OutputFollowed".into(),
@@ -139,25 +93,11 @@ async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
         last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
         observed_generation: None,
     };
-    task.status = Some(McpTaskStatus {
-        status: TaskStatus::InputRequired,
-        job_name: Some(ID.into()),
-        conditions: vec![checkpoint],
-        ..Default::default()
-    });
-    let current = json!({"mcptasks.io/cancel-requested": "", "mcptasks.io/input-responses": "{}"});
-    let pods = pod_list("Running", json!({"running": {}}), current);
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods),
-    ];
-    let (ctx, server, _triggers) = crate::fixtures::api::context_with_logs(calls, "");
+    let mut task = with_status(live_task(), TaskStatus::InputRequired, Some(ID));
+    task.status.as_mut().unwrap().conditions.push(checkpoint);
+    let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
     // Any further call (a status write) would find the mock gone and fail the reconcile.
-    let action = reconcile(Arc::new(DeserializeGuard(Ok(task))), ctx)
-        .await
-        .unwrap();
-    server.await.unwrap();
+    let (action, _) = run(task, job_and_pods(job_json(), pods)).await;
     // Action hides its duration; a sub-second requeue prints in ms (a resync would print 300s).
     let shown = format!("{action:?}");
     assert!(
@@ -173,13 +113,7 @@ async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() 
     let mut pods = pod_list("Running", json!({"running": {}}), json!({}));
     pods["items"][0]["metadata"]["ownerReferences"] = json!([]);
     // No PATCH of the pod and no log read: the task waits for its own Job's pod.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, job_json()),
-        Call::ok(Method::GET, PODS, pods),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [job_and_pods(job_json(), pods), working_write(&task)].concat();
     let (_, bodies) = run(task, calls).await;
     assert_eq!(bodies[3]["status"]["status"], "working");
     assert_eq!(
@@ -194,13 +128,7 @@ async fn a_job_of_the_tasks_name_it_does_not_control_fails_the_task_and_is_left_
     let mut foreign = job_json();
     foreign["metadata"]["ownerReferences"] = json!([]);
     // No DELETE of the Job, no pod list: only the failure is written.
-    let calls = vec![
-        Call::ok(Method::GET, TOOLS, tool_list(vec![tool()])),
-        Call::ok(Method::GET, JOB, foreign),
-        fresh_read(&task),
-        status_call(&task),
-        Call::event("tools"),
-    ];
+    let calls = [job_found(foreign), terminal_write(&task)].concat();
     let (_, bodies) = run(task, calls).await;
     let status = &bodies[3]["status"];
     assert_eq!(status["status"], "failed");
