@@ -56,8 +56,6 @@ pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";
 /// Pod template annotation of a task's Job projected into [`MESSAGE_NONCE_FILE`]; the Job is
 /// where the operator reads the nonce back (after a restart too).
 pub const POD_MESSAGE_NONCE_ANNOTATION: &str = "mcptasks.io/message-nonce";
-/// Initial value of [`POD_INPUT_RESPONSES_ANNOTATION`]: no answers yet.
-pub const EMPTY_INPUT_RESPONSES: &str = "{}";
 
 /// Longest stdout line kept, in bytes; longer lines are cut and reported.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;

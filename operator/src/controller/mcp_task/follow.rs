@@ -219,8 +219,11 @@ pub struct LogSource<'a> {
 /// What a follower tells its task's reconciler.
 #[derive(Debug, Clone, PartialEq)]
 pub enum News {
-    /// New output was read (or the follower's verdict changed): reconcile soon.
+    /// New output was read: reconcile soon (throttled).
     Output,
+    /// The stopped container's output is judged, once per follower: reconcile now, not
+    /// throttled, since the task's terminal status waits on it.
+    Judged,
     /// The stopped container's output could not be read whole (counted in the metrics).
     Unavailable,
     /// A tool-output warning, the `ordinal`-th of the task's log (1-based).

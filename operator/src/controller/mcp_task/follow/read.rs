@@ -193,7 +193,7 @@ impl Reader {
         if unavailable {
             (self.notify)(News::Unavailable);
         }
-        (self.notify)(News::Output);
+        (self.notify)(News::Judged);
     }
 
     async fn read_until_verdict(&self) -> Verdict {
