@@ -221,9 +221,10 @@ pub struct LogSource<'a> {
 pub enum News {
     /// New output was read: reconcile soon (throttled).
     Output,
-    /// The stopped container's output is judged, once per follower: reconcile now, not
-    /// throttled, since the task's terminal status waits on it.
-    Judged,
+    /// What the task's terminal status waits on: the tool's result (or error) message, or the
+    /// verdict on a stopped container's output. Each comes once per read of the log: reconcile
+    /// now, not throttled.
+    Decisive,
     /// The stopped container's output could not be read whole (counted in the metrics).
     Unavailable,
     /// A tool-output warning, the `ordinal`-th of the task's log (1-based).

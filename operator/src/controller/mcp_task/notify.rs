@@ -1,6 +1,7 @@
 //! What a log follower does with news: ask for a reconcile (throttled, trailing edge, so the
-//! last change is never lost; at once for the verdict on a stopped container's output, which
-//! comes once and which the terminal status waits on) and report tool-output warnings (capped per task, so a tool that
+//! last change is never lost; at once for the tool's result message and the verdict on a
+//! stopped container's output, which come once and which the terminal status waits on) and
+//! report tool-output warnings (capped per task, so a tool that
 //! prints a million malformed lines cannot flood the Events API or the operator's logs).
 
 use std::sync::{Arc, Mutex};
@@ -91,7 +92,7 @@ pub fn notifier(ctx: &Context, task: &McpTask) -> Notify {
         if news == News::Unavailable {
             metrics.tool_warning("OutputUnavailable");
         }
-        if news == News::Judged {
+        if news == News::Decisive {
             // A closed channel means the controller is shutting down.
             drop(trigger.unbounded_send(object.clone()));
             return;
@@ -144,17 +145,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_verdict_asks_for_a_reconcile_at_once_output_is_throttled() {
+    async fn a_result_or_verdict_asks_for_a_reconcile_at_once_output_is_throttled() {
         let (ctx, _server, mut triggers) = crate::fixtures::api::context(Vec::new());
         let notify = notifier(&ctx, &crate::fixtures::task());
         notify(News::Output);
         assert!(triggers.try_next().unwrap().is_some(), "leading edge at once");
         notify(News::Output);
         assert!(triggers.try_next().is_err(), "throttled within the interval");
-        notify(News::Judged);
+        notify(News::Decisive);
         assert!(
             triggers.try_next().unwrap().is_some(),
-            "the verdict is not held back by the throttle"
+            "a result or verdict is not held back by the throttle"
         );
     }
 

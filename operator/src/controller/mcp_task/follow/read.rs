@@ -193,7 +193,7 @@ impl Reader {
         if unavailable {
             (self.notify)(News::Unavailable);
         }
-        (self.notify)(News::Judged);
+        (self.notify)(News::Decisive);
     }
 
     async fn read_until_verdict(&self) -> Verdict {
@@ -380,11 +380,20 @@ pub(super) async fn fold_stream(
             return Ok(());
         }
         let n = chunk.len();
-        let news = read.push(&mut lock(state), chunk);
+        let (news, decisive) = {
+            let mut state = lock(state);
+            let settled = state.progress.terminal().is_some();
+            let news = read.push(&mut state, chunk);
+            (news, !settled && state.progress.terminal().is_some())
+        };
         stream.as_mut().consume(n);
         for item in news {
             notify(item);
         }
-        notify(News::Output);
+        notify(if decisive {
+            News::Decisive
+        } else {
+            News::Output
+        });
     }
 }

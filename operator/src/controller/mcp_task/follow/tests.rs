@@ -415,6 +415,32 @@ async fn fold_stream_folds_chunks_and_notifies() {
 }
 
 #[tokio::test]
+async fn the_result_message_is_decisive_news_once() {
+    let state = Mutex::new(FollowState::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let notify: Notify = Arc::new(move |news| lock(&s).push(news));
+    // One chunk per line, as a tool flushing each line is read.
+    let lines: [&[u8]; 4] = [
+        b"{\"mcp\":\"status\",\"message\":\"half\"}\n",
+        b"{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+        b"after\n",
+        b"{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+    ];
+    let mut read = Read::new(None);
+    for line in lines {
+        fold_stream(Cursor::new(line.to_vec()), &mut read, &state, &notify)
+            .await
+            .unwrap();
+    }
+    let seen = lock(&seen);
+    let decisive: Vec<usize> = (0..seen.len())
+        .filter(|&i| seen[i] == News::Decisive)
+        .collect();
+    assert_eq!(decisive, [1], "only the first result line: {seen:?}");
+}
+
+#[tokio::test]
 async fn at_most_max_starts_followers_open_their_stream_at_once() {
     // Nobody answers the log requests: each follower holds its start place while it waits.
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
