@@ -26,6 +26,9 @@ use crate::metrics::Metrics;
 /// broadcaster drops them when its queue is full. An Event is a note for people, never state
 /// the operator or a client acts on.
 pub const QUEUE: usize = 4096;
+/// Places of [`QUEUE`] only Warnings may take: when the queue fills, Normal Events (a task's
+/// ordinary transitions) are dropped first, and the Warnings that say what went wrong still go.
+pub const WARNING_RESERVE: usize = QUEUE / 4;
 /// Event creates in flight at once.
 const SENDERS: usize = 8;
 
@@ -38,6 +41,8 @@ pub struct Events {
     /// `reportingInstance` (this replica).
     instance: String,
     queue: mpsc::Sender<K8sEvent>,
+    /// See [`WARNING_RESERVE`].
+    reserve: usize,
     metrics: Arc<Metrics>,
 }
 
@@ -45,15 +50,22 @@ impl Events {
     /// Events reported by `controller` (`reportingController`) from `instance`, created by a
     /// task spawned here (on the current Tokio runtime) that ends with the last clone.
     pub fn new(client: Client, controller: &str, instance: &str, metrics: Arc<Metrics>) -> Self {
-        Self::with_queue(client, controller, instance, metrics, QUEUE)
+        Self::with_queue(
+            client,
+            controller,
+            instance,
+            metrics,
+            (QUEUE, WARNING_RESERVE),
+        )
     }
 
+    /// `queue`: the capacity, and the places of it kept for Warnings.
     fn with_queue(
         client: Client,
         controller: &str,
         instance: &str,
         metrics: Arc<Metrics>,
-        capacity: usize,
+        (capacity, reserve): (usize, usize),
     ) -> Self {
         let (queue, queued) = mpsc::channel(capacity);
         tokio::spawn(deliver(client, queued));
@@ -61,14 +73,21 @@ impl Events {
             controller: controller.to_owned(),
             instance: instance.to_owned(),
             queue,
+            reserve,
             metrics,
         }
     }
 
     /// Queues `event` about the object `regarding`, in its namespace (`default` for a
     /// cluster-scoped one), stamped with the time now; a full queue drops it (counted in
-    /// `mcp_operator_events_dropped_total`).
+    /// `mcp_operator_events_dropped_total`), and a Normal Event is dropped already when only the
+    /// places kept for Warnings are left.
     pub fn send(&self, event: &Event, regarding: &ObjectReference) {
+        if event.type_ == EventType::Normal && self.queue.capacity() <= self.reserve {
+            self.metrics.event_dropped();
+            tracing::debug!(reason = %event.reason, "Event queue nearly full; Normal Event dropped");
+            return;
+        }
         let object = build(
             event,
             regarding,
@@ -154,34 +173,42 @@ mod tests {
         let (service, mut api) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let state = State::default();
         let client = Client::new(service, "default");
-        let events = Events::with_queue(client, "c", "i", state.metrics(), 1);
+        // Two places, one kept for Warnings.
+        let events = Events::with_queue(client, "c", "i", state.metrics(), (2, 1));
         let regarding = ObjectReference {
             name: Some("t1".to_owned()),
             namespace: Some("tools".to_owned()),
             ..ObjectReference::default()
         };
-        let event = |reason: &str| Event {
-            type_: EventType::Normal,
+        let event = |type_, reason: &str| Event {
+            type_,
             reason: reason.to_owned(),
             note: None,
             action: "Reconcile".to_owned(),
             secondary: None,
         };
-        // Nothing else runs until this test awaits (one thread): one Event fits the queue.
-        events.send(&event("First"), &regarding);
-        for _ in 0..5 {
-            events.send(&event("Dropped"), &regarding);
+        // Nothing else runs until this test awaits (one thread): one Normal Event fits the
+        // queue, then the Warning takes the place kept for it, and nothing more fits.
+        events.send(&event(EventType::Normal, "First"), &regarding);
+        for _ in 0..3 {
+            events.send(&event(EventType::Normal, "Dropped"), &regarding);
         }
-        let (request, respond) = api.next_request().await.expect("the queued Event is sent");
-        assert_eq!(request.method(), Method::POST);
-        assert_eq!(
-            request.uri().path(),
-            "/apis/events.k8s.io/v1/namespaces/tools/events"
-        );
-        let body = request.into_body().collect_bytes().await.expect("body");
-        let sent: K8sEvent = serde_json::from_slice(&body).expect("an Event");
-        assert_eq!(sent.reason.as_deref(), Some("First"));
-        respond.send_response(Response::new(Body::from(body.to_vec())));
+        events.send(&event(EventType::Warning, "Kept"), &regarding);
+        for _ in 0..2 {
+            events.send(&event(EventType::Warning, "Dropped"), &regarding);
+        }
+        for reason in ["First", "Kept"] {
+            let (request, respond) = api.next_request().await.expect("a queued Event is sent");
+            assert_eq!(request.method(), Method::POST);
+            assert_eq!(
+                request.uri().path(),
+                "/apis/events.k8s.io/v1/namespaces/tools/events"
+            );
+            let body = request.into_body().collect_bytes().await.expect("body");
+            let sent: K8sEvent = serde_json::from_slice(&body).expect("an Event");
+            assert_eq!(sent.reason.as_deref(), Some(reason));
+            respond.send_response(Response::new(Body::from(body.to_vec())));
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, state.registry()).expect("metrics");
         assert!(
