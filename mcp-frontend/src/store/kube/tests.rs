@@ -175,3 +175,30 @@ async fn own_creates_count_as_active_at_once() {
     assert_eq!(store.active_tasks("alice"), 2);
     assert_eq!(store.active_tasks("bob"), 0);
 }
+
+#[tokio::test]
+async fn an_own_write_the_watch_already_delivered_stays_out_of_the_overlay() {
+    use kube::core::DeserializeGuard;
+    use kube::runtime::{reflector, watcher};
+    let (service, _handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = Client::new(service, "default");
+    let (cache, mut writer) = reflector::store();
+    let store = KubeTaskStore::over(client, "default", cache, Duration::from_secs(1));
+    let at =
+        |version: &str| -> McpTask { serde_json::from_value(task_json("t1", version)).unwrap() };
+    // The watch's event for version 5 came before the create's own answer.
+    let event = watcher::Event::Apply(DeserializeGuard(Ok(at("5"))));
+    store.apply(&mut writer, Ok(event));
+    assert!(store.keep(&std::sync::Arc::new(at("5"))));
+    assert!(
+        store.overlay.lock().unwrap().is_empty(),
+        "the cache holds it"
+    );
+    assert!(store.keep(&std::sync::Arc::new(at("6"))));
+    assert_eq!(
+        store.overlay.lock().unwrap().len(),
+        1,
+        "newer than the cache"
+    );
+    assert_eq!(store.cached_version("t1").as_deref(), Some("6"));
+}
