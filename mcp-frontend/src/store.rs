@@ -42,18 +42,36 @@ pub struct LookupLabels {
 
 /// Task lookups by where they were answered: `mcp_frontend_task_lookups_total{source}`. The
 /// `api` and `fresh` counts are the API server reads requests caused.
-#[derive(Clone, Debug, Default)]
-pub struct TaskLookups(Family<LookupLabels, Counter>);
+#[derive(Clone, Debug)]
+pub struct TaskLookups {
+    family: Family<LookupLabels, Counter>,
+    /// The `cache` series, resolved once: every cached poll counts into it.
+    cache: Counter,
+}
+
+impl Default for TaskLookups {
+    fn default() -> Self {
+        let family = Family::<LookupLabels, Counter>::default();
+        let cache = family
+            .get_or_create(&LookupLabels { source: "cache" })
+            .clone();
+        Self { family, cache }
+    }
+}
 
 impl TaskLookups {
     /// Counts one lookup answered from `source`.
     pub fn record(&self, source: &'static str) {
-        self.0.get_or_create(&LookupLabels { source }).inc();
+        if source == "cache" {
+            self.cache.inc();
+        } else {
+            self.family.get_or_create(&LookupLabels { source }).inc();
+        }
     }
 
     /// Lookups answered from `source` so far.
     pub fn count(&self, source: &'static str) -> u64 {
-        self.0.get_or_create(&LookupLabels { source }).get()
+        self.family.get_or_create(&LookupLabels { source }).get()
     }
 
     /// Registers the counter under the `mcp_frontend` prefix.
@@ -61,7 +79,7 @@ impl TaskLookups {
         registry.sub_registry_with_prefix("mcp_frontend").register(
             "task_lookups",
             "Task lookups by tasks/get, tasks/update, tasks/cancel and listen, by where they were answered",
-            self.0.clone(),
+            self.family.clone(),
         );
     }
 }

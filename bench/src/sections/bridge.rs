@@ -16,7 +16,7 @@ use mcp_task_operator_harness::mcp_servers::{
 };
 use mcp_task_operator_harness::operator::{
     Operator, RUST_TOOL_IMAGE, TaskRecorder, create_task, create_tool, ensure_example_images,
-    ensure_rust_tool_image, tool, wait_terminal,
+    ensure_rust_tool_image, tool,
 };
 use serde_json::{Value, json};
 
@@ -106,22 +106,10 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
             let name = create_task(&client, ns, kind.tool(), kind.arguments())
                 .await
                 .name_any();
-            let done = wait_terminal(&client, ns, &name).await;
-            if done.task_status() != TaskStatus::Completed {
-                return Err(format!(
-                    "{} call {name} ended {:?}: {:?}",
-                    kind.tool(),
-                    done.task_status(),
-                    done.status.and_then(|s| s.status_message)
-                ));
-            }
-            recorder.wait_seen(&name, TaskStatus::Completed).await;
-            let seen = recorder
-                .of(&name)
-                .into_iter()
-                .find(|t| t.status == Some(TaskStatus::Completed))
-                .map(|t| t.seen_at)
-                .ok_or("no completed transition")?;
+            let (_, seen) =
+                super::life::ended(&client, ns, &recorder, &name, TaskStatus::Completed)
+                    .await
+                    .map_err(|e| format!("{} call: {e}", kind.tool()))?;
             calls[index].push(Call {
                 to_running: phases.of(&name).running.map(|r| since(created, r)),
                 to_terminal: since(created, seen),

@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use kube::{Client, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
+use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     Operator, RUST_TOOL_IMAGE, TaskRecorder, create_task, create_tool, ensure_rust_tool_image,
     printed_time, request_cancel, result_text, tool, wait_task, wait_terminal,
@@ -124,6 +124,35 @@ fn since(earlier: SystemTime, later: SystemTime) -> Duration {
     later.duration_since(earlier).unwrap_or_default()
 }
 
+/// Waits until task `name` is terminal, requires it to have ended `want`, and returns it with
+/// the time the recorder's watch saw that status.
+pub(super) async fn ended(
+    client: &Client,
+    ns: &str,
+    recorder: &TaskRecorder,
+    name: &str,
+    want: TaskStatus,
+) -> Result<(McpTask, SystemTime), String> {
+    let done = wait_terminal(client, ns, name).await;
+    if done.task_status() != want {
+        return Err(format!(
+            "task {name} ended {:?}, not {want:?}: {:?}",
+            done.task_status(),
+            done.status
+                .as_ref()
+                .and_then(|s| s.status_message.as_deref())
+        ));
+    }
+    recorder.wait_seen(name, want).await;
+    let seen = recorder
+        .of(name)
+        .into_iter()
+        .find(|t| t.status == Some(want))
+        .map(|t| t.seen_at)
+        .ok_or_else(|| format!("no {want:?} transition of task {name}"))?;
+    Ok((done, seen))
+}
+
 /// Tools that print `exiting at T` and exit 0 without a result: created → Job → running, and
 /// exit → terminal.
 async fn exits(
@@ -143,17 +172,7 @@ async fn exits(
             started.push((name, at));
         }
         for (name, created) in started {
-            let done = wait_terminal(client, ns, &name).await;
-            if done.task_status() != TaskStatus::Completed {
-                return Err(format!("task {name} ended {:?}", done.task_status()));
-            }
-            recorder.wait_seen(&name, TaskStatus::Completed).await;
-            let seen = recorder
-                .of(&name)
-                .into_iter()
-                .find(|t| t.status == Some(TaskStatus::Completed))
-                .map(|t| t.seen_at)
-                .ok_or("no completed transition")?;
+            let (done, seen) = ended(client, ns, recorder, &name, TaskStatus::Completed).await?;
             let exited = printed_time(&result_text(&done), "exiting at ")
                 .ok_or_else(|| format!("task {name} printed no exit time"))?;
             samples.exit.push(since(exited, seen));
@@ -188,17 +207,7 @@ async fn results(
             names.push(create_task(client, ns, "rust-tool", args).await.name_any());
         }
         for name in names {
-            let done = wait_terminal(client, ns, &name).await;
-            if done.task_status() != TaskStatus::Completed {
-                return Err(format!("task {name} ended {:?}", done.task_status()));
-            }
-            recorder.wait_seen(&name, TaskStatus::Completed).await;
-            let seen = recorder
-                .of(&name)
-                .into_iter()
-                .find(|t| t.status == Some(TaskStatus::Completed))
-                .map(|t| t.seen_at)
-                .ok_or("no completed transition")?;
+            let (done, seen) = ended(client, ns, recorder, &name, TaskStatus::Completed).await?;
             let printed = done
                 .status
                 .as_ref()
@@ -270,20 +279,7 @@ async fn cancels(
             request_cancel(client, ns, name).await;
         }
         for (name, at) in names.iter().zip(requested) {
-            let done = wait_terminal(client, ns, name).await;
-            if done.task_status() != TaskStatus::Cancelled {
-                return Err(format!(
-                    "task {name} ended {:?}, not cancelled",
-                    done.task_status()
-                ));
-            }
-            recorder.wait_seen(name, TaskStatus::Cancelled).await;
-            let seen = recorder
-                .of(name)
-                .into_iter()
-                .find(|t| t.status == Some(TaskStatus::Cancelled))
-                .map(|t| t.seen_at)
-                .ok_or("no cancelled transition")?;
+            let (_, seen) = ended(client, ns, recorder, name, TaskStatus::Cancelled).await?;
             samples.cancel.push(since(at, seen));
         }
     }
