@@ -124,6 +124,16 @@ fn since(earlier: SystemTime, later: SystemTime) -> Duration {
     later.duration_since(earlier).unwrap_or_default()
 }
 
+/// Starts [`BATCH`] Rust-tool tasks with `args`; their names.
+async fn batch(client: &Client, ns: &str, args: serde_json::Value) -> Vec<String> {
+    let mut names = Vec::new();
+    for _ in 0..BATCH {
+        let task = create_task(client, ns, "rust-tool", args.clone()).await;
+        names.push(task.name_any());
+    }
+    names
+}
+
 /// Waits until task `name` is terminal, requires it to have ended `want`, and returns it with
 /// the time the recorder's watch saw that status.
 pub(super) async fn ended(
@@ -201,11 +211,7 @@ async fn results(
     samples: &mut Samples,
 ) -> Result<(), String> {
     while samples.result.len() < config.runs {
-        let mut names = Vec::new();
-        for _ in 0..BATCH {
-            let args = json!({"steps": 4, "delayMs": 500});
-            names.push(create_task(client, ns, "rust-tool", args).await.name_any());
-        }
+        let names = batch(client, ns, json!({"steps": 4, "delayMs": 500})).await;
         for name in names {
             let (done, seen) = ended(client, ns, recorder, &name, TaskStatus::Completed).await?;
             let printed = done
@@ -261,11 +267,7 @@ async fn cancels(
     samples: &mut Samples,
 ) -> Result<(), String> {
     while samples.cancel.len() < config.runs {
-        let mut names = Vec::new();
-        for _ in 0..BATCH {
-            let args = json!({"steps": 10_000, "delayMs": 1000});
-            names.push(create_task(client, ns, "rust-tool", args).await.name_any());
-        }
+        let names = batch(client, ns, json!({"steps": 10_000, "delayMs": 1000})).await;
         let mut requested = Vec::new();
         for name in &names {
             wait_task(client, ns, name, Duration::from_secs(60), |t| {
