@@ -113,11 +113,7 @@ async fn listen_checks_headers_like_every_other_method() {
         .header("mcp-method", "tools/list")
         .body(Body::from(body.to_string()))
         .unwrap();
-    let (status, answer) = send(&state, request).await;
-    assert_eq!(
-        (status, answer["error"]["code"].clone()),
-        (StatusCode::BAD_REQUEST, json!(-32020))
-    );
+    assert_header_mismatch(&state, request).await;
 }
 
 #[tokio::test]

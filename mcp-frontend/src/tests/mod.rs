@@ -186,6 +186,16 @@ pub async fn send(state: &AppState, request: Request<Body>) -> (StatusCode, Valu
     (status, body)
 }
 
+/// Sends `request` and checks that it is refused for its headers: HTTP 400, -32020.
+pub async fn assert_header_mismatch(state: &AppState, request: Request<Body>) {
+    let (status, answer) = send(state, request).await;
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020)),
+        "{answer}"
+    );
+}
+
 /// Sends `body` with the standard headers.
 pub async fn call(state: &AppState, body: Value) -> (StatusCode, Value) {
     let request = post(&body).body(Body::from(body.to_string())).unwrap();
