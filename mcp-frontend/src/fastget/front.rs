@@ -107,6 +107,8 @@ async fn serve(state: &AppState, request: Request) -> Result<Response, Request> 
     }
 }
 
+/// The stack's checks after Host/Origin, in its order, then the poll's answer; the request back
+/// (its permit returned) when a check refuses it or the fast path does not answer it.
 async fn answer(state: &AppState, request: Request, arrived: Instant) -> Result<Response, Request> {
     let Some(fast) = state.fast_get.as_deref() else {
         return Err(request);
