@@ -29,6 +29,18 @@ if [ -d "$D/pids" ]; then
   "$HACK/cluster-down.sh"
 fi
 
+# Near a full disk the kubelet evicts pods and deletes every image no container uses (evictionHard
+# in kubelet-config.yaml); images imported here cannot be pulled again. Refuse while there is room
+# to say why.
+MIN_FREE_GB=${MTO_MIN_FREE_GB:-10}
+mkdir -p "$D"
+free_gb=$(df -BG --output=avail "$D" | tail -n 1 | tr -dc 0-9)
+if [ "$free_gb" -lt "$MIN_FREE_GB" ]; then
+  echo "cluster-up: only ${free_gb} GB free on the disk holding $D; at least $MIN_FREE_GB GB" \
+    "(MTO_MIN_FREE_GB) are needed. hack/prune-cache.sh frees superseded build artifacts." >&2
+  exit 1
+fi
+
 "$HACK/deps.sh"
 "$HACK/build-k8s.sh"
 BASE_IMAGES=$("$HACK/images.sh" base)
