@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+pub use mcp_task_operator_crds::wire::sse::sse_messages;
 use serde_json::{Value, json};
 
 /// The protocol revision the front end speaks.
@@ -318,22 +319,6 @@ pub fn framed(
     }
     let body = json!({ "jsonrpc": "2.0", "id": next_id(), "method": method, "params": params });
     (headers, body)
-}
-
-/// The JSON messages in the `data:` lines of an SSE text.
-pub fn sse_messages(text: &str) -> Vec<Value> {
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty())
-                .then(|| serde_json::from_str(&data.join("\n")).ok())
-                .flatten()
-        })
-        .collect()
 }
 
 fn next_id() -> u64 {
