@@ -12,7 +12,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::{McpServer, McpTool};
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::Context;
 
 /// Runs the McpServer controller until `shutdown` resolves.
@@ -29,6 +29,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
         .owns(jobs, owned())
         .owns(tools, owned())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(
+            reconcile::reconcile,
+            error_policy(reconcile::CONTROLLER),
+            ctx,
+        );
     drain(results, "McpServer").await;
 }

@@ -34,7 +34,7 @@ use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
 use mcp_task_operator_crds::McpTask;
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::{Context, TaskRef};
 
 /// How often the state of deleted tasks is dropped and the task and log-stream gauges refresh.
@@ -114,7 +114,11 @@ pub async fn run(
         })
         .reconcile_on(triggers)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(
+            reconcile::reconcile,
+            error_policy(reconcile::CONTROLLER),
+            ctx,
+        );
     drain(results, "McpTask").await;
     sweeper.abort();
 }

@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::McpTool;
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::Context;
 
 /// Runs the McpTool controller until `shutdown` resolves.
@@ -30,7 +30,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             move |changed: DeserializeGuard<McpTool>| same_name_siblings(&store.state(), &changed),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(
+            reconcile::reconcile,
+            error_policy(reconcile::CONTROLLER),
+            ctx,
+        );
     drain(results, "McpTool").await;
 }
 
