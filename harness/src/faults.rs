@@ -8,11 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use crate::stack::output_text;
@@ -280,21 +278,13 @@ impl JobRecorder {
         let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
         let uids: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>> = Arc::default();
         let seen = Arc::clone(&uids);
-        let watch = tokio::spawn(async move {
-            let stream = watcher(jobs, watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                if let Ok(job) = event
-                    && let Some(uid) = job.uid()
-                {
-                    seen.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(job.name_any())
-                        .or_default()
-                        .insert(uid);
-                }
+        let watch = crate::follow(jobs, move |job| {
+            if let Some(uid) = job.uid() {
+                seen.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(job.name_any())
+                    .or_default()
+                    .insert(uid);
             }
         });
         Self { uids, watch }

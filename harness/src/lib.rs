@@ -5,16 +5,18 @@
 
 use std::{future::Future, panic::AssertUnwindSafe, process::Output, time::Duration};
 
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::{
     Api, Client, Config, Resource,
     api::{DeleteParams, ListParams, LogParams, PostParams},
     config::KubeConfigOptions,
     runtime::wait::{Condition, await_condition},
+    runtime::{WatchStreamExt, watcher},
 };
 use rand::Rng;
 use serde::{Deserialize, de::DeserializeOwned};
+use tokio::task::JoinHandle;
 
 /// Label put on every namespace a test creates, so leftovers can be deleted in bulk.
 pub const TEST_NS_LABEL: &str = "mcptasks.io/test";
@@ -130,6 +132,26 @@ where
             panic!("{name} did not reach the condition in {timeout:?}; last seen: {last:?}")
         }
     }
+}
+
+/// Spawns a watch on `api` (it resumes by itself after API server outages) that hands every
+/// object it reports to `apply`; aborting the handle ends it.
+pub fn follow<K>(api: Api<K>, mut apply: impl FnMut(K) + Send + 'static) -> JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default + std::hash::Hash + Eq + Clone,
+{
+    tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            if let Ok(object) = event {
+                apply(object);
+            }
+        }
+    })
 }
 
 /// Runs `kubectl` (the one `make` put on `PATH`) against the test cluster.
