@@ -236,6 +236,26 @@ pub fn chart_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
 }
 
+/// The root of this checkout.
+pub fn repo_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs the script at `path` (under [`repo_dir`]) with `args`; panics with its output when it
+/// fails.
+pub fn run_script(path: &str, args: &[&str]) {
+    let script = repo_dir().join(path);
+    let out = std::process::Command::new(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{path} {args:?} failed:\n{}",
+        stack::output_text(&out)
+    );
+}
+
 pub mod access;
 pub mod callers;
 pub mod chart_access;
