@@ -71,10 +71,7 @@ struct Call {
 /// Runs the section in namespace `ns`.
 pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
     let Bench { config, client, ns } = bench;
-    let tool_bin = config
-        .rust_tool_bin
-        .as_deref()
-        .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
+    let tool_bin = config.require_rust_tool_bin()?;
     let server_bin = config
         .rust_mcp_server_bin
         .as_deref()

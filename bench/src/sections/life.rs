@@ -51,10 +51,7 @@ struct Samples {
 /// Runs the section in namespace `ns`.
 pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
     let Bench { config, client, ns } = bench;
-    let binary = config
-        .rust_tool_bin
-        .as_deref()
-        .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
+    let binary = config.require_rust_tool_bin()?;
     ensure_rust_tool_image(binary);
     mcp_task_operator_harness::ensure_crds(&client).await;
     let _operator = Operator::start_leader(ns).await;
