@@ -25,14 +25,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             .labels(offer::SERVER_LABEL)
             .any_semantic()
     };
+    let on_error = error_policy(reconcile::CONTROLLER);
     let results = Controller::new(servers, watcher::Config::default().any_semantic())
         .owns(jobs, owned())
         .owns(tools, owned())
         .graceful_shutdown_on(shutdown)
-        .run(
-            reconcile::reconcile,
-            error_policy(reconcile::CONTROLLER),
-            ctx,
-        );
+        .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpServer").await;
 }

@@ -21,6 +21,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
     let store = controller.store();
     // The McpTask controller looks tools up here instead of listing them on every reconcile.
     let _ = ctx.tools.set(store.clone());
+    let on_error = error_policy(reconcile::CONTROLLER);
     let results = controller
         // Whether a tool keeps its MCP name depends on the other tools using it: when one
         // appears, changes or goes, look again at those.
@@ -30,11 +31,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             move |changed: DeserializeGuard<McpTool>| same_name_siblings(&store.state(), &changed),
         )
         .graceful_shutdown_on(shutdown)
-        .run(
-            reconcile::reconcile,
-            error_policy(reconcile::CONTROLLER),
-            ctx,
-        );
+        .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpTool").await;
 }
 
