@@ -282,10 +282,7 @@ pub fn failure_reason(task: &McpTask) -> String {
 
 /// The first text content of a completed task's result.
 pub fn result_text(task: &McpTask) -> String {
-    task.status
-        .as_ref()
-        .and_then(|s| s.result.as_ref())
-        .and_then(|r| r.get("content"))
+    result_field(task, "content")
         .and_then(|c| c[0]["text"].as_str())
         .unwrap_or_default()
         .to_owned()
@@ -293,12 +290,14 @@ pub fn result_text(task: &McpTask) -> String {
 
 /// Whether a completed task's result says `isError: true`.
 pub fn result_is_error(task: &McpTask) -> bool {
-    task.status
-        .as_ref()
-        .and_then(|s| s.result.as_ref())
-        .and_then(|r| r.get("isError"))
+    result_field(task, "isError")
         .and_then(Value::as_bool)
         .unwrap_or(false)
+}
+
+/// The field `key` of a completed task's result.
+fn result_field<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
+    task.status.as_ref()?.result.as_ref()?.get(key)
 }
 
 /// The task's `statusMessage`.
