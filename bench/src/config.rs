@@ -97,6 +97,13 @@ impl Config {
         })
     }
 
+    /// [`Config::rust_tool_bin`], or the error that it is not set.
+    pub fn require_rust_tool_bin(&self) -> Result<&str, String> {
+        self.rust_tool_bin.as_deref().ok_or_else(|| {
+            "MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)".to_owned()
+        })
+    }
+
     /// Whether section `name` is to run.
     pub fn runs_section(&self, name: &str) -> bool {
         self.sections.iter().any(|s| s == name)

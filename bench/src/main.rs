@@ -30,7 +30,7 @@ use kube::Client;
 
 use crate::config::Config;
 use crate::report::{Report, Section};
-use crate::sections::Bench;
+use crate::sections::{Bench, bridge, call, e2e, get, life, scale};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -73,28 +73,12 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
             continue;
         }
         report.sections.push(match name {
-            "get" => measure(config, name, sections::get::section(), sections::get::run).await,
-            "call" => measure(config, name, sections::call::section(), sections::call::run).await,
-            "life" => measure(config, name, sections::life::section(), sections::life::run).await,
-            "scale" => {
-                measure(
-                    config,
-                    name,
-                    sections::scale::section(),
-                    sections::scale::run,
-                )
-                .await
-            }
-            "e2e" => measure(config, name, sections::e2e::section(), sections::e2e::run).await,
-            _ => {
-                measure(
-                    config,
-                    name,
-                    sections::bridge::section(),
-                    sections::bridge::run,
-                )
-                .await
-            }
+            "get" => measure(config, name, get::section(), get::run).await,
+            "call" => measure(config, name, call::section(), call::run).await,
+            "life" => measure(config, name, life::section(), life::run).await,
+            "scale" => measure(config, name, scale::section(), scale::run).await,
+            "e2e" => measure(config, name, e2e::section(), e2e::run).await,
+            _ => measure(config, name, bridge::section(), bridge::run).await,
         });
     }
     if config.runs_section("fleet") {

@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
+use mcp_task_operator_harness::follow;
 use tokio::task::JoinHandle;
 
 /// The label the operator puts on a task's Job and pods.
@@ -45,49 +44,34 @@ impl PhaseRecorder {
         let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
         let job_seen = seen.clone();
-        let job_watch = tokio::spawn(async move {
-            let stream = watcher(jobs, watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                if let Ok(job) = event {
-                    let now = SystemTime::now();
-                    let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) > 0;
-                    let mut seen = job_seen.lock().unwrap_or_else(PoisonError::into_inner);
-                    let phases = seen.entry(job.name_any()).or_default();
-                    phases.job.get_or_insert(now);
-                    if succeeded {
-                        phases.succeeded.get_or_insert(now);
-                    }
-                }
+        let job_watch = follow(jobs, move |job| {
+            let now = SystemTime::now();
+            let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) > 0;
+            let mut seen = job_seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let phases = seen.entry(job.name_any()).or_default();
+            phases.job.get_or_insert(now);
+            if succeeded {
+                phases.succeeded.get_or_insert(now);
             }
         });
         let pod_seen = seen.clone();
-        let pod_watch = tokio::spawn(async move {
-            let stream = watcher(pods, watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                let Ok(pod) = event else { continue };
-                let now = SystemTime::now();
-                let labels = pod.labels();
-                let Some(key) = labels
-                    .get(TASK_LABEL)
-                    .or_else(|| labels.get("batch.kubernetes.io/job-name"))
-                else {
-                    continue;
-                };
-                let (running, stopped) = container_state(&pod);
-                let mut seen = pod_seen.lock().unwrap_or_else(PoisonError::into_inner);
-                let phases = seen.entry(key.clone()).or_default();
-                if running || stopped {
-                    phases.running.get_or_insert(now);
-                }
-                if stopped {
-                    phases.stopped.get_or_insert(now);
-                }
+        let pod_watch = follow(pods, move |pod| {
+            let now = SystemTime::now();
+            let labels = pod.labels();
+            let Some(key) = labels
+                .get(TASK_LABEL)
+                .or_else(|| labels.get("batch.kubernetes.io/job-name"))
+            else {
+                return;
+            };
+            let (running, stopped) = container_state(&pod);
+            let mut seen = pod_seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let phases = seen.entry(key.clone()).or_default();
+            if running || stopped {
+                phases.running.get_or_insert(now);
+            }
+            if stopped {
+                phases.stopped.get_or_insert(now);
             }
         });
         Self {

@@ -2,14 +2,17 @@
 
 use std::time::Duration;
 
+/// The `q`-quantile (0.0..=1.0) of the sorted `values` by the nearest-rank method; `None` when
+/// empty.
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
+}
+
 /// The `q`-quantile (0.0..=1.0) of `samples` by the nearest-rank method; zero when empty.
 pub fn quantile(samples: &mut [Duration], q: f64) -> Duration {
-    if samples.is_empty() {
-        return Duration::ZERO;
-    }
     samples.sort_unstable();
-    let rank = (q * samples.len() as f64).ceil() as usize;
-    samples[rank.clamp(1, samples.len()) - 1]
+    nearest_rank(samples, q).unwrap_or_default()
 }
 
 /// Median and worst of `samples`.
@@ -58,9 +61,8 @@ impl Spread {
             return Self::default();
         }
         values.sort_by(f64::total_cmp);
-        let rank = (0.5 * values.len() as f64).ceil() as usize;
         Self {
-            median: values[rank.clamp(1, values.len()) - 1],
+            median: nearest_rank(&values, 0.5).unwrap_or_default(),
             min: values[0],
             max: values[values.len() - 1],
         }

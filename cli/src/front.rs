@@ -11,6 +11,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use mcp_task_operator_crds::wire::sse::sse_messages;
 use serde_json::{Map, Value, json};
 
 use crate::Error;
@@ -135,17 +136,10 @@ fn json_message(text: &str) -> Option<Value> {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         return value.is_object().then_some(value);
     }
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            serde_json::from_str::<Value>(&data.join("\n")).ok()
-        })
-        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-        .last()
+    sse_messages(text)
+        .into_iter()
+        .rev()
+        .find(|m| m.get("result").is_some() || m.get("error").is_some())
 }
 
 #[cfg(test)]

@@ -226,6 +226,7 @@ pub fn format_time(time: Timestamp) -> String {
 
 pub mod carry;
 pub mod poll;
+pub mod sse;
 pub mod tool_error;
 
 #[cfg(test)]

@@ -8,21 +8,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use crate::stack::output_text;
 
 /// Root of the pids cgroup hierarchy, where the kubelet (cgroupfs driver) puts pod cgroups.
 const KUBEPODS: &str = "/sys/fs/cgroup/pids/kubepods";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The host PID of the main process (PID 1 in its namespace) of `container` in `pod`, found
 /// through the container's cgroup. Panics when the container does not run.
@@ -124,7 +118,7 @@ pub fn tcp_connections(pid: u32) -> Option<usize> {
 pub fn component_pid(component: &str) -> Option<u32> {
     let state = std::env::var("MTO_STATE")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| repo().join(".state"));
+        .unwrap_or_else(|_| crate::repo_dir().join(".state"));
     std::fs::read_to_string(state.join("pids").join(format!("{component}.pid")))
         .ok()?
         .trim()
@@ -134,16 +128,7 @@ pub fn component_pid(component: &str) -> Option<u32> {
 
 /// Runs `hack/cluster-ctl.sh ACTION COMPONENT`; panics with its output when it fails.
 pub fn cluster_ctl(action: &str, component: &str) {
-    let script = repo().join("hack/cluster-ctl.sh");
-    let out = std::process::Command::new(&script)
-        .args([action, component])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "cluster-ctl.sh {action} {component} failed:\n{}",
-        output_text(&out)
-    );
+    crate::run_script("hack/cluster-ctl.sh", &[action, component]);
 }
 
 /// Starts a stopped cluster component again when dropped (also on a panic), unless it runs.
@@ -151,7 +136,7 @@ pub struct Restore(pub &'static str);
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        let script = repo().join("hack/cluster-ctl.sh");
+        let script = crate::repo_dir().join("hack/cluster-ctl.sh");
         match std::process::Command::new(&script)
             .args(["start", self.0])
             .output()
@@ -280,21 +265,13 @@ impl JobRecorder {
         let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
         let uids: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>> = Arc::default();
         let seen = Arc::clone(&uids);
-        let watch = tokio::spawn(async move {
-            let stream = watcher(jobs, watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                if let Ok(job) = event
-                    && let Some(uid) = job.uid()
-                {
-                    seen.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(job.name_any())
-                        .or_default()
-                        .insert(uid);
-                }
+        let watch = crate::follow(jobs, move |job| {
+            if let Some(uid) = job.uid() {
+                seen.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(job.name_any())
+                    .or_default()
+                    .insert(uid);
             }
         });
         Self { uids, watch }

@@ -5,16 +5,18 @@
 
 use std::{future::Future, panic::AssertUnwindSafe, process::Output, time::Duration};
 
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::{
     Api, Client, Config, Resource,
     api::{DeleteParams, ListParams, LogParams, PostParams},
     config::KubeConfigOptions,
     runtime::wait::{Condition, await_condition},
+    runtime::{WatchStreamExt, watcher},
 };
 use rand::Rng;
 use serde::{Deserialize, de::DeserializeOwned};
+use tokio::task::JoinHandle;
 
 /// Label put on every namespace a test creates, so leftovers can be deleted in bulk.
 pub const TEST_NS_LABEL: &str = "mcptasks.io/test";
@@ -132,6 +134,26 @@ where
     }
 }
 
+/// Spawns a watch on `api` (it resumes by itself after API server outages) that hands every
+/// object it reports to `apply`; aborting the handle ends it.
+pub fn follow<K>(api: Api<K>, mut apply: impl FnMut(K) + Send + 'static) -> JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default + std::hash::Hash + Eq + Clone,
+{
+    tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            if let Ok(object) = event {
+                apply(object);
+            }
+        }
+    })
+}
+
 /// Runs `kubectl` (the one `make` put on `PATH`) against the test cluster.
 pub fn kubectl(args: &[&str]) -> Output {
     std::process::Command::new("kubectl")
@@ -212,6 +234,26 @@ pub fn helm(args: &[&str]) -> Output {
 /// The chart's directory in this checkout.
 pub fn chart_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
+}
+
+/// The root of this checkout.
+pub fn repo_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs the script at `path` (under [`repo_dir`]) with `args`; panics with its output when it
+/// fails.
+pub fn run_script(path: &str, args: &[&str]) {
+    let script = repo_dir().join(path);
+    let out = std::process::Command::new(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{path} {args:?} failed:\n{}",
+        stack::output_text(&out)
+    );
 }
 
 pub mod access;

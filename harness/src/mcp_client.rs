@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+pub use mcp_task_operator_crds::wire::sse::sse_messages;
 use serde_json::{Value, json};
 
 /// The protocol revision the front end speaks.
@@ -258,17 +259,7 @@ impl Mcp {
 
     /// Opens `subscriptions/listen` for `task_ids` (declaring) with the given JSON-RPC id.
     pub async fn listen(&self, id: &str, task_ids: &[&str]) -> Listen {
-        let body = json!({
-            "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
-            "params": {
-                "notifications": { "taskIds": task_ids },
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
-                },
-            },
-        });
-        let headers = [("mcp-method", "subscriptions/listen".to_owned())];
+        let (headers, body) = listen_request(id, task_ids);
         let response = self
             .post(&headers, &body)
             .await
@@ -280,6 +271,26 @@ impl Mcp {
             buffer: String::new(),
         }
     }
+}
+
+/// The `subscriptions/listen` request with JSON-RPC id `id` for `task_ids`, declaring the
+/// Tasks extension, and its headers.
+pub fn listen_request(
+    id: &str,
+    task_ids: &[impl AsRef<str>],
+) -> ([(&'static str, String); 1], Value) {
+    let task_ids: Vec<&str> = task_ids.iter().map(AsRef::as_ref).collect();
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {
+            "notifications": { "taskIds": task_ids },
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
+            },
+        },
+    });
+    ([("mcp-method", "subscriptions/listen".to_owned())], body)
 }
 
 fn is_sse(response: &hyper::Response<Incoming>) -> bool {
@@ -318,22 +329,6 @@ pub fn framed(
     }
     let body = json!({ "jsonrpc": "2.0", "id": next_id(), "method": method, "params": params });
     (headers, body)
-}
-
-/// The JSON messages in the `data:` lines of an SSE text.
-pub fn sse_messages(text: &str) -> Vec<Value> {
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty())
-                .then(|| serde_json::from_str(&data.join("\n")).ok())
-                .flatten()
-        })
-        .collect()
 }
 
 fn next_id() -> u64 {

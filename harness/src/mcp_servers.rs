@@ -2,7 +2,6 @@
 //! (`src/bin/rust-mcp-server.rs`), an operator that knows the bridge image, and an McpServer
 //! applied and waited Ready.
 
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -25,7 +24,6 @@ pub const DISCOVERY_WAIT: Duration = Duration::from_secs(180);
 pub fn ensure_rust_mcp_server_image(binary: &str) {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hack/images.sh");
         let binary = format!("{binary}:/usr/local/bin/rust-mcp-server");
         let args = [
             "build",
@@ -35,16 +33,7 @@ pub fn ensure_rust_mcp_server_image(binary: &str) {
             "--user",
             "65532:65532",
         ];
-        let out = std::process::Command::new(&script)
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} {args:?} failed: {}",
-            script.display(),
-            crate::stack::output_text(&out)
-        );
+        crate::run_script("hack/images.sh", &args);
     });
 }
 

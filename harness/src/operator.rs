@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 use crate::frontend::{env_name, free_port};
+use crate::run_script;
 
 mod recorder;
 mod resources;
@@ -201,7 +202,7 @@ pub async fn with_operator(
 /// Builds the example tool images and imports them into the cluster, once per test binary.
 pub fn ensure_example_images() {
     static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| run_script(&repo().join("examples/build-images.sh"), &[]));
+    BUILT.get_or_init(|| run_script("examples/build-images.sh", &[]));
 }
 
 /// Packages the Rust tool binary (pass `env!("CARGO_BIN_EXE_rust-tool")`) as
@@ -211,7 +212,7 @@ pub fn ensure_rust_tool_image(binary: &str) {
     BUILT.get_or_init(|| {
         let binary = format!("{binary}:/usr/local/bin/rust-tool");
         run_script(
-            &repo().join("hack/images.sh"),
+            "hack/images.sh",
             &[
                 "build",
                 RUST_TOOL_IMAGE,
@@ -224,22 +225,4 @@ pub fn ensure_rust_tool_image(binary: &str) {
             ],
         );
     });
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run_script(script: &Path, args: &[&str]) {
-    let out = std::process::Command::new(script)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed: {}\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

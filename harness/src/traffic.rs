@@ -13,7 +13,7 @@ use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
-use crate::mcp_client::{PROTOCOL_VERSION, TASKS_EXTENSION, framed, http_client, sse_messages};
+use crate::mcp_client::{PROTOCOL_VERSION, framed, http_client, listen_request, sse_messages};
 
 /// Longest one attempt may take; past it the attempt counts as hung (a failure) and is retried.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -280,17 +280,7 @@ impl Traffic {
     /// One stream: `Ok` when it ended cleanly or every task is terminal, `Err` on a failure.
     async fn listen_once(&self, remaining: &mut BTreeSet<String>) -> Result<(), String> {
         let ids: Vec<&String> = remaining.iter().collect();
-        let body = json!({
-            "jsonrpc": "2.0", "id": "chaos-listen", "method": "subscriptions/listen",
-            "params": {
-                "notifications": { "taskIds": ids },
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
-                },
-            },
-        });
-        let headers = [("mcp-method", "subscriptions/listen".to_owned())];
+        let (headers, body) = listen_request("chaos-listen", &ids);
         let begun = Instant::now();
         let response = tokio::time::timeout(
             ATTEMPT_TIMEOUT,

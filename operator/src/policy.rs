@@ -184,39 +184,43 @@ pub fn check_template(
     Ok(())
 }
 
-/// Every container of the pod (regular, init, ephemeral) as (list field, index, security
-/// context, ports).
-fn containers(
-    spec: &PodSpec,
-) -> Vec<(
+/// A container as the rules see it: (list field, index, security context, ports).
+type ContainerView<'a> = (
     &'static str,
     usize,
-    Option<&SecurityContext>,
-    &[ContainerPort],
-)> {
-    let regular = spec.containers.iter().enumerate().map(|(i, c)| {
-        let ports = c.ports.as_deref().unwrap_or_default();
-        ("containers", i, c.security_context.as_ref(), ports)
-    });
-    let init = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| {
-            let ports = c.ports.as_deref().unwrap_or_default();
-            ("initContainers", i, c.security_context.as_ref(), ports)
-        });
-    let ephemeral = spec
-        .ephemeral_containers
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| {
-            let ports = c.ports.as_deref().unwrap_or_default();
-            ("ephemeralContainers", i, c.security_context.as_ref(), ports)
-        });
-    regular.chain(init).chain(ephemeral).collect()
+    Option<&'a SecurityContext>,
+    &'a [ContainerPort],
+);
+
+/// Every container of the pod (regular, init, ephemeral).
+fn containers(spec: &PodSpec) -> Vec<ContainerView<'_>> {
+    let regular = spec.containers.iter();
+    let init = spec.init_containers.iter().flatten();
+    let ephemeral = spec.ephemeral_containers.iter().flatten();
+    numbered(
+        "containers",
+        regular.map(|c| (&c.security_context, &c.ports)),
+    )
+    .chain(numbered(
+        "initContainers",
+        init.map(|c| (&c.security_context, &c.ports)),
+    ))
+    .chain(numbered(
+        "ephemeralContainers",
+        ephemeral.map(|c| (&c.security_context, &c.ports)),
+    ))
+    .collect()
+}
+
+/// The (security context, ports) of one list of containers, numbered under its field name.
+fn numbered<'a>(
+    field: &'static str,
+    list: impl Iterator<Item = (&'a Option<SecurityContext>, &'a Option<Vec<ContainerPort>>)>,
+) -> impl Iterator<Item = ContainerView<'a>> {
+    list.enumerate().map(move |(i, (context, ports))| {
+        let ports = ports.as_deref().unwrap_or_default();
+        (field, i, context.as_ref(), ports)
+    })
 }
 
 /// The first privilege a container's security context asks for: (field under the container,

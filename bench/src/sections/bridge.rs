@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::phases::PhaseRecorder;
 use crate::report::Section;
 use crate::sections::Bench;
-use crate::stats::{ms, quantile};
+use crate::stats::{ms, nearest_rank, quantile};
 
 /// The three kinds of call, in the order of a round (rotated every round).
 const KINDS: [Kind; 3] = [Kind::Native, Kind::Bridged, Kind::Time];
@@ -71,10 +71,7 @@ struct Call {
 /// Runs the section in namespace `ns`.
 pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
     let Bench { config, client, ns } = bench;
-    let tool_bin = config
-        .rust_tool_bin
-        .as_deref()
-        .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
+    let tool_bin = config.require_rust_tool_bin()?;
     let server_bin = config
         .rust_mcp_server_bin
         .as_deref()
@@ -229,13 +226,7 @@ fn durations(what: &str, samples: &mut [Duration]) -> Vec<String> {
 
 fn spread(what: &str, mut samples: Vec<f64>, show: impl Fn(f64) -> String) -> Vec<String> {
     samples.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = (q * samples.len() as f64).ceil() as usize;
-        samples
-            .get(rank.clamp(1, samples.len().max(1)) - 1)
-            .copied()
-            .map_or_else(|| "n/a".to_owned(), &show)
-    };
+    let at = |q: f64| nearest_rank(&samples, q).map_or_else(|| "n/a".to_owned(), &show);
     vec![
         what.to_owned(),
         samples.len().to_string(),

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::cluster::{ANONYMOUS, task_manifest};
 use crate::report::Section;
 use crate::sections::Bench;
-use crate::stats::{ms, quantile, ratio};
+use crate::stats::{ms, nearest_rank, quantile, ratio};
 
 /// The tool the calls name; no operator runs, so its tasks never start.
 const TOOL: &str = "bench-call";
@@ -141,13 +141,7 @@ async fn create(api: &Api<McpTask>, template: &McpTask) -> Result<Duration, Stri
 fn pairs(ratios: &[f64]) -> (f64, String, String) {
     let mut sorted = ratios.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = (q * sorted.len() as f64).ceil() as usize;
-        sorted
-            .get(rank.clamp(1, sorted.len().max(1)) - 1)
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
+    let at = |q: f64| nearest_rank(&sorted, q).unwrap_or(f64::NAN);
     (
         at(0.5),
         format!("{:.2}×", at(0.1)),

@@ -240,15 +240,7 @@ async fn through_mcp(mcp: &Mcp, count: usize) -> Result<Vec<Timeline>, String> {
             done: None,
         })
     });
-    let mut timelines = join_all(calls)
-        .await
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
-    let started = Instant::now();
-    while timelines.iter().any(|t| t.done.is_none()) {
-        if started.elapsed() > BATCH_LIMIT {
-            return Err(format!("tasks not completed in {BATCH_LIMIT:?}"));
-        }
+    until_done(calls, "tasks not completed", async |timelines| {
         let pending = timelines.iter_mut().filter(|t| t.done.is_none());
         join_all(pending.map(|t| async move {
             let reply = mcp.get_task(&t.name).await;
@@ -259,15 +251,15 @@ async fn through_mcp(mcp: &Mcp, count: usize) -> Result<Vec<Timeline>, String> {
             }
         }))
         .await;
-        if let Some(bad) = timelines
+        match timelines
             .iter()
             .find(|t| t.done == Some(SystemTime::UNIX_EPOCH))
         {
-            return Err(format!("task {} did not complete", bad.name));
+            Some(bad) => Err(format!("task {} did not complete", bad.name)),
+            None => Ok(()),
         }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(timelines)
+    })
+    .await
 }
 
 /// Creates `count` Jobs running the tool's pod directly and lists them until all succeeded.
@@ -300,15 +292,7 @@ async fn bare_jobs(client: &Client, ns: &str, count: usize) -> Result<Vec<Timeli
             Ok::<_, String>(Timeline { name, called, answered: SystemTime::now(), done: None })
         }
     });
-    let mut timelines = join_all(creates)
-        .await
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
-    let started = Instant::now();
-    while timelines.iter().any(|t| t.done.is_none()) {
-        if started.elapsed() > BATCH_LIMIT {
-            return Err(format!("bare Jobs not done in {BATCH_LIMIT:?}"));
-        }
+    until_done(creates, "bare Jobs not done", async |timelines| {
         let list = api
             .list(&ListParams::default())
             .await
@@ -325,6 +309,28 @@ async fn bare_jobs(client: &Client, ns: &str, count: usize) -> Result<Vec<Timeli
                 t.done = Some(now);
             }
         }
+        Ok(())
+    })
+    .await
+}
+
+/// Runs the `starts` at once, then `poll` every [`POLL`] until every timeline is done; after
+/// [`BATCH_LIMIT`] the error is `what` with the limit.
+async fn until_done(
+    starts: impl IntoIterator<Item = impl Future<Output = Result<Timeline, String>>>,
+    what: &str,
+    mut poll: impl AsyncFnMut(&mut [Timeline]) -> Result<(), String>,
+) -> Result<Vec<Timeline>, String> {
+    let mut timelines = join_all(starts)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = Instant::now();
+    while timelines.iter().any(|t| t.done.is_none()) {
+        if started.elapsed() > BATCH_LIMIT {
+            return Err(format!("{what} in {BATCH_LIMIT:?}"));
+        }
+        poll(&mut timelines).await?;
         tokio::time::sleep(POLL).await;
     }
     Ok(timelines)

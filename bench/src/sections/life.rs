@@ -25,6 +25,15 @@ use crate::stats::{median_worst, ms};
 /// Tasks started at once.
 const BATCH: usize = 4;
 
+/// What the runs of each figure work with.
+#[derive(Clone, Copy)]
+struct Runs<'a> {
+    config: &'a Config,
+    client: &'a Client,
+    ns: &'a str,
+    recorder: &'a TaskRecorder,
+}
+
 /// Samples of each figure.
 #[derive(Default)]
 struct Samples {
@@ -42,10 +51,7 @@ struct Samples {
 /// Runs the section in namespace `ns`.
 pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
     let Bench { config, client, ns } = bench;
-    let binary = config
-        .rust_tool_bin
-        .as_deref()
-        .ok_or("MTO_RUST_TOOL_BIN is not set (make bench builds the rust-tool binary)")?;
+    let binary = config.require_rust_tool_bin()?;
     ensure_rust_tool_image(binary);
     mcp_task_operator_harness::ensure_crds(&client).await;
     let _operator = Operator::start_leader(ns).await;
@@ -57,11 +63,17 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
     .await;
     let recorder = TaskRecorder::start(&client, ns).await;
     let phases = PhaseRecorder::start(&client, ns);
+    let runs = Runs {
+        config,
+        client: &client,
+        ns,
+        recorder: &recorder,
+    };
     let mut samples = Samples::default();
-    exits(config, &client, ns, &recorder, &phases, &mut samples).await?;
-    results(config, &client, ns, &recorder, &mut samples).await?;
-    status_lines(config, &client, ns, &recorder, &mut samples).await;
-    cancels(config, &client, ns, &recorder, &mut samples).await?;
+    runs.exits(&phases, &mut samples).await?;
+    runs.results(&mut samples).await?;
+    runs.status_lines(&mut samples).await;
+    runs.cancels(&mut samples).await?;
 
     let rows: [(&str, &mut Vec<Duration>, &str); 9] = [
         ("McpTask created → Job created", &mut samples.to_job, ""),
@@ -124,16 +136,6 @@ fn since(earlier: SystemTime, later: SystemTime) -> Duration {
     later.duration_since(earlier).unwrap_or_default()
 }
 
-/// Starts [`BATCH`] Rust-tool tasks with `args`; their names.
-async fn batch(client: &Client, ns: &str, args: serde_json::Value) -> Vec<String> {
-    let mut names = Vec::new();
-    for _ in 0..BATCH {
-        let task = create_task(client, ns, "rust-tool", args.clone()).await;
-        names.push(task.name_any());
-    }
-    names
-}
-
 /// Waits until task `name` is terminal, requires it to have ended `want`, and returns it with
 /// the time the recorder's watch saw that status.
 pub(super) async fn ended(
@@ -163,127 +165,121 @@ pub(super) async fn ended(
     Ok((done, seen))
 }
 
-/// Tools that print `exiting at T` and exit 0 without a result: created → Job → running, and
-/// exit → terminal.
-async fn exits(
-    config: &Config,
-    client: &Client,
-    ns: &str,
-    recorder: &TaskRecorder,
-    phases: &PhaseRecorder,
-    samples: &mut Samples,
-) -> Result<(), String> {
-    while samples.exit.len() < config.runs {
-        let mut started = Vec::new();
+impl Runs<'_> {
+    /// Starts a Rust-tool task with `args`; its name.
+    async fn start(self, args: serde_json::Value) -> String {
+        create_task(self.client, self.ns, "rust-tool", args)
+            .await
+            .name_any()
+    }
+
+    /// Starts [`BATCH`] Rust-tool tasks with `args`; their names.
+    async fn batch(self, args: serde_json::Value) -> Vec<String> {
+        let mut names = Vec::new();
         for _ in 0..BATCH {
-            let at = SystemTime::now();
-            let args = json!({"steps": 0, "plain": true});
-            let name = create_task(client, ns, "rust-tool", args).await.name_any();
-            started.push((name, at));
+            names.push(self.start(args.clone()).await);
         }
-        for (name, created) in started {
-            let (done, seen) = ended(client, ns, recorder, &name, TaskStatus::Completed).await?;
-            let exited = printed_time(&result_text(&done), "exiting at ")
-                .ok_or_else(|| format!("task {name} printed no exit time"))?;
-            samples.exit.push(since(exited, seen));
-            let phase = phases.of(&name);
-            if let Some(stopped) = phase.stopped {
-                samples.exit_to_stopped.push(since(exited, stopped));
-                samples.stopped_to_terminal.push(since(stopped, seen));
-            }
-            if let (Some(job), Some(running)) = (phase.job, phase.running) {
-                samples.to_job.push(since(created, job));
-                samples.job_to_running.push(since(job, running));
-                samples.to_running.push(since(created, running));
-            }
-        }
+        names
     }
-    Ok(())
-}
 
-/// Tools that run about 2 s (the operator follows their log by then) and end with a result
-/// line carrying the time it was printed: result line → terminal status.
-async fn results(
-    config: &Config,
-    client: &Client,
-    ns: &str,
-    recorder: &TaskRecorder,
-    samples: &mut Samples,
-) -> Result<(), String> {
-    while samples.result.len() < config.runs {
-        let names = batch(client, ns, json!({"steps": 4, "delayMs": 500})).await;
-        for name in names {
-            let (done, seen) = ended(client, ns, recorder, &name, TaskStatus::Completed).await?;
-            let printed = done
-                .status
-                .as_ref()
-                .and_then(|s| s.result.as_ref())
-                .and_then(|r| r["structuredContent"]["printedAt"].as_str())
-                .and_then(|at| at.parse::<f64>().ok())
-                .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
-                .ok_or_else(|| format!("task {name}'s result has no printedAt"))?;
-            samples.result.push(since(printed, seen));
-        }
+    /// [`ended`] for this section's namespace and recorder.
+    async fn ended(self, name: &str, want: TaskStatus) -> Result<(McpTask, SystemTime), String> {
+        ended(self.client, self.ns, self.recorder, name, want).await
     }
-    Ok(())
-}
 
-/// Two tools print a status line every 1.5 s (more than the 1 s coalescing interval).
-async fn status_lines(
-    config: &Config,
-    client: &Client,
-    ns: &str,
-    recorder: &TaskRecorder,
-    samples: &mut Samples,
-) {
-    let steps = config.runs.div_ceil(2) + 1;
-    let args = json!({"steps": steps, "delayMs": 1500});
-    let a = create_task(client, ns, "rust-tool", args.clone())
-        .await
-        .name_any();
-    let b = create_task(client, ns, "rust-tool", args).await.name_any();
-    for name in [a, b] {
-        wait_terminal(client, ns, &name).await;
-        recorder.wait_seen(&name, TaskStatus::Completed).await;
-        for t in recorder.of(&name) {
-            let Some(message) = t.message.as_deref() else {
-                continue;
-            };
-            if message.starts_with("step ")
-                && let Some(printed) = printed_time(message, " at ")
-            {
-                samples.status.push(since(printed, t.seen_at));
+    /// Tools that print `exiting at T` and exit 0 without a result: created → Job → running, and
+    /// exit → terminal.
+    async fn exits(self, phases: &PhaseRecorder, samples: &mut Samples) -> Result<(), String> {
+        while samples.exit.len() < self.config.runs {
+            let mut started = Vec::new();
+            for _ in 0..BATCH {
+                let at = SystemTime::now();
+                let args = json!({"steps": 0, "plain": true});
+                let name = self.start(args).await;
+                started.push((name, at));
+            }
+            for (name, created) in started {
+                let (done, seen) = self.ended(&name, TaskStatus::Completed).await?;
+                let exited = printed_time(&result_text(&done), "exiting at ")
+                    .ok_or_else(|| format!("task {name} printed no exit time"))?;
+                samples.exit.push(since(exited, seen));
+                let phase = phases.of(&name);
+                if let Some(stopped) = phase.stopped {
+                    samples.exit_to_stopped.push(since(exited, stopped));
+                    samples.stopped_to_terminal.push(since(stopped, seen));
+                }
+                if let (Some(job), Some(running)) = (phase.job, phase.running) {
+                    samples.to_job.push(since(created, job));
+                    samples.job_to_running.push(since(job, running));
+                    samples.to_running.push(since(created, running));
+                }
             }
         }
+        Ok(())
     }
-}
 
-/// Running tools (they have reported a step) are cancelled; they check every 20 ms.
-async fn cancels(
-    config: &Config,
-    client: &Client,
-    ns: &str,
-    recorder: &TaskRecorder,
-    samples: &mut Samples,
-) -> Result<(), String> {
-    while samples.cancel.len() < config.runs {
-        let names = batch(client, ns, json!({"steps": 10_000, "delayMs": 1000})).await;
-        let mut requested = Vec::new();
-        for name in &names {
-            wait_task(client, ns, name, Duration::from_secs(60), |t| {
-                t.status
+    /// Tools that run about 2 s (the operator follows their log by then) and end with a result
+    /// line carrying the time it was printed: result line → terminal status.
+    async fn results(self, samples: &mut Samples) -> Result<(), String> {
+        while samples.result.len() < self.config.runs {
+            let names = self.batch(json!({"steps": 4, "delayMs": 500})).await;
+            for name in names {
+                let (done, seen) = self.ended(&name, TaskStatus::Completed).await?;
+                let printed = done
+                    .status
                     .as_ref()
-                    .and_then(|s| s.status_message.as_deref())
-                    .is_some_and(|m| m.starts_with("step "))
-            })
-            .await;
-            requested.push(SystemTime::now());
-            request_cancel(client, ns, name).await;
+                    .and_then(|s| s.result.as_ref())
+                    .and_then(|r| r["structuredContent"]["printedAt"].as_str())
+                    .and_then(|at| at.parse::<f64>().ok())
+                    .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
+                    .ok_or_else(|| format!("task {name}'s result has no printedAt"))?;
+                samples.result.push(since(printed, seen));
+            }
         }
-        for (name, at) in names.iter().zip(requested) {
-            let (_, seen) = ended(client, ns, recorder, name, TaskStatus::Cancelled).await?;
-            samples.cancel.push(since(at, seen));
+        Ok(())
+    }
+
+    /// Two tools print a status line every 1.5 s (more than the 1 s coalescing interval).
+    async fn status_lines(self, samples: &mut Samples) {
+        let steps = self.config.runs.div_ceil(2) + 1;
+        let args = json!({"steps": steps, "delayMs": 1500});
+        for name in [self.start(args.clone()).await, self.start(args).await] {
+            wait_terminal(self.client, self.ns, &name).await;
+            self.recorder.wait_seen(&name, TaskStatus::Completed).await;
+            for t in self.recorder.of(&name) {
+                let Some(message) = t.message.as_deref() else {
+                    continue;
+                };
+                if message.starts_with("step ")
+                    && let Some(printed) = printed_time(message, " at ")
+                {
+                    samples.status.push(since(printed, t.seen_at));
+                }
+            }
         }
     }
-    Ok(())
+
+    /// Running tools (they have reported a step) are cancelled; they check every 20 ms.
+    async fn cancels(self, samples: &mut Samples) -> Result<(), String> {
+        while samples.cancel.len() < self.config.runs {
+            let names = self.batch(json!({"steps": 10_000, "delayMs": 1000})).await;
+            let mut requested = Vec::new();
+            for name in &names {
+                wait_task(self.client, self.ns, name, Duration::from_secs(60), |t| {
+                    t.status
+                        .as_ref()
+                        .and_then(|s| s.status_message.as_deref())
+                        .is_some_and(|m| m.starts_with("step "))
+                })
+                .await;
+                requested.push(SystemTime::now());
+                request_cancel(self.client, self.ns, name).await;
+            }
+            for (name, at) in names.iter().zip(requested) {
+                let (_, seen) = self.ended(name, TaskStatus::Cancelled).await?;
+                samples.cancel.push(since(at, seen));
+            }
+        }
+        Ok(())
+    }
 }

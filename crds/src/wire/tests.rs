@@ -192,20 +192,19 @@ fn inconsistent_objects_are_errors_not_panics() {
         build_task(&never_stored),
         Err(WireError::MissingCreationTime { .. })
     ));
-    let mut completed = task("completed");
-    if let Some(status) = completed.status.as_mut() {
-        status.result = None;
-    }
+    let without = |case: &str, strip: fn(&mut McpTaskStatus)| {
+        let mut task = task(case);
+        if let Some(status) = task.status.as_mut() {
+            strip(status);
+        }
+        build_detailed_task(&task)
+    };
     assert!(matches!(
-        build_detailed_task(&completed),
+        without("completed", |s| s.result = None),
         Err(WireError::MissingResult { .. })
     ));
-    let mut failed = task("failed");
-    if let Some(status) = failed.status.as_mut() {
-        status.error = None;
-    }
     assert!(matches!(
-        build_detailed_task(&failed),
+        without("failed", |s| s.error = None),
         Err(WireError::MissingError { .. })
     ));
 }

@@ -10,7 +10,8 @@ use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, McpTool, TaskStatus};
 use serde_json::{Value, json};
 
-use super::{BUSYBOX_IMAGE, WAIT, repo};
+use super::{BUSYBOX_IMAGE, WAIT};
+use crate::repo_dir;
 
 /// An McpTool named `name` (MCP name the same) running `image` as its only container, named
 /// `tool`, with `command` (none: the image's entrypoint). `spec` is merged over the defaults
@@ -75,7 +76,7 @@ pub async fn create_tool(client: &Client, ns: &str, tool: &McpTool) -> McpTool {
 
 /// Applies every McpTool in the YAML file `path` (relative to the repository) to `ns`.
 pub async fn apply_example_tools(client: &Client, ns: &str, path: &str) {
-    let text = std::fs::read_to_string(repo().join(path))
+    let text = std::fs::read_to_string(repo_dir().join(path))
         .unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     for document in serde_yaml::Deserializer::from_str(&text) {
         let value = <Value as serde::Deserialize>::deserialize(document).expect("YAML document");
@@ -281,10 +282,7 @@ pub fn failure_reason(task: &McpTask) -> String {
 
 /// The first text content of a completed task's result.
 pub fn result_text(task: &McpTask) -> String {
-    task.status
-        .as_ref()
-        .and_then(|s| s.result.as_ref())
-        .and_then(|r| r.get("content"))
+    result_field(task, "content")
         .and_then(|c| c[0]["text"].as_str())
         .unwrap_or_default()
         .to_owned()
@@ -292,12 +290,14 @@ pub fn result_text(task: &McpTask) -> String {
 
 /// Whether a completed task's result says `isError: true`.
 pub fn result_is_error(task: &McpTask) -> bool {
-    task.status
-        .as_ref()
-        .and_then(|s| s.result.as_ref())
-        .and_then(|r| r.get("isError"))
+    result_field(task, "isError")
         .and_then(Value::as_bool)
         .unwrap_or(false)
+}
+
+/// The field `key` of a completed task's result.
+fn result_field<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
+    task.status.as_ref()?.result.as_ref()?.get(key)
 }
 
 /// The task's `statusMessage`.

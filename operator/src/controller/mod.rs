@@ -2,6 +2,7 @@
 //! drivers share: the unparseable-object path and the error policy.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -111,16 +112,16 @@ pub fn jittered_resync(config: &crate::config::Config) -> Duration {
     Duration::from_millis(rand::rng().random_range(resync..=resync + resync / 10))
 }
 
-/// Logs the error, counts it by category and retries after a jittered 2–8 s backoff.
-pub fn retry_after_error<K: ResourceExt>(
-    obj: &K,
-    err: &Error,
-    ctx: &Context,
+/// The error policy of the controller named `controller`: logs the error, counts it by
+/// category and retries after a jittered 2–8 s backoff.
+pub fn error_policy<K: Resource>(
     controller: &'static str,
-) -> Action {
-    tracing::warn!(name = %obj.name_any(), error = %err, category = err.category(), "reconcile failed");
-    ctx.metrics.failed(controller, err.category());
-    Action::requeue(Duration::from_millis(
-        rand::rng().random_range(2_000..8_000),
-    ))
+) -> impl Fn(Arc<DeserializeGuard<K>>, &Error, Arc<Context>) -> Action {
+    move |obj, err, ctx| {
+        tracing::warn!(name = %obj.name_any(), error = %err, category = err.category(), "reconcile failed");
+        ctx.metrics.failed(controller, err.category());
+        Action::requeue(Duration::from_millis(
+            rand::rng().random_range(2_000..8_000),
+        ))
+    }
 }

@@ -7,10 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use tokio::task::JoinHandle;
@@ -100,19 +98,11 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default + std::hash::Hash + Eq + Clone,
 {
-    tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .applied_objects();
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            if let Ok(object) = event {
-                apply(
-                    &mut seen.lock().unwrap_or_else(PoisonError::into_inner),
-                    &object,
-                );
-            }
-        }
+    mcp_task_operator_harness::follow(api, move |object| {
+        apply(
+            &mut seen.lock().unwrap_or_else(PoisonError::into_inner),
+            &object,
+        );
     })
 }
 

@@ -12,7 +12,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::{McpServer, McpTool};
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::Context;
 
 /// Runs the McpServer controller until `shutdown` resolves.
@@ -25,10 +25,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             .labels(offer::SERVER_LABEL)
             .any_semantic()
     };
+    let on_error = error_policy(reconcile::CONTROLLER);
     let results = Controller::new(servers, watcher::Config::default().any_semantic())
         .owns(jobs, owned())
         .owns(tools, owned())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpServer").await;
 }

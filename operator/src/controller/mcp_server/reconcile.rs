@@ -27,7 +27,7 @@ use super::bridged::{Mode, bridged};
 use super::offer::{SERVER_LABEL, offer, owner};
 use crate::FIELD_MANAGER;
 use crate::context::Context;
-use crate::controller::{reconcile_guarded, retry_after_error};
+use crate::controller::reconcile_guarded;
 use crate::error::{Error, KubeOp, Result};
 use crate::policy::check_job;
 
@@ -50,15 +50,6 @@ pub async fn reconcile(
         reconcile_server(server, &ctx)
     })
     .await
-}
-
-/// Logs the error, counts it by category and retries after a jittered backoff.
-pub fn error_policy(
-    server: Arc<DeserializeGuard<McpServer>>,
-    err: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    retry_after_error(server.as_ref(), err, &ctx, CONTROLLER)
 }
 
 /// Where discovery stands.

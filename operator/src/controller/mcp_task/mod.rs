@@ -34,7 +34,7 @@ use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
 use mcp_task_operator_crds::McpTask;
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::{Context, TaskRef};
 
 /// How often the state of deleted tasks is dropped and the task and log-stream gauges refresh.
@@ -99,6 +99,7 @@ pub async fn run(
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let sweeper = tokio::spawn(sweep(Arc::clone(&ctx), controller.store()));
     let _ = ctx.tasks.set(controller.store());
+    let on_error = error_policy(reconcile::CONTROLLER);
     let results = controller
         .owns_stream(job_events)
         // A pod's Job is named after its task, and the Job controller labels the pod with it.
@@ -114,7 +115,7 @@ pub async fn run(
         })
         .reconcile_on(triggers)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpTask").await;
     sweeper.abort();
 }

@@ -43,7 +43,7 @@ use super::outcome::{Observation, Outcome, cancel_requested_at, decide};
 use super::status::checkpoint_of;
 use super::{attempts, idle};
 use crate::context::Context;
-use crate::controller::{reconcile_guarded, retry_after_error};
+use crate::controller::reconcile_guarded;
 use crate::error::{Error, Result};
 use crate::lock;
 
@@ -76,15 +76,6 @@ pub async fn reconcile(guard: Arc<DeserializeGuard<McpTask>>, ctx: Arc<Context>)
         span.record("otel.status_code", "error");
     }
     result
-}
-
-/// Logs the error, counts it by category and retries after a jittered backoff.
-pub fn error_policy(
-    task: Arc<DeserializeGuard<McpTask>>,
-    err: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    retry_after_error(task.as_ref(), err, &ctx, CONTROLLER)
 }
 
 /// Namespace, UID and name of the task being reconciled.

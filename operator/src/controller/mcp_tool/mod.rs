@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use mcp_task_operator_crds::McpTool;
 
-use super::{drain, watched};
+use super::{drain, error_policy, watched};
 use crate::context::Context;
 
 /// Runs the McpTool controller until `shutdown` resolves.
@@ -21,6 +21,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
     let store = controller.store();
     // The McpTask controller looks tools up here instead of listing them on every reconcile.
     let _ = ctx.tools.set(store.clone());
+    let on_error = error_policy(reconcile::CONTROLLER);
     let results = controller
         // Whether a tool keeps its MCP name depends on the other tools using it: when one
         // appears, changes or goes, look again at those.
@@ -30,7 +31,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
             move |changed: DeserializeGuard<McpTool>| same_name_siblings(&store.state(), &changed),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx);
+        .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpTool").await;
 }
 

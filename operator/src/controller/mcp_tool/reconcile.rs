@@ -14,7 +14,7 @@ use tracing::instrument;
 
 use super::validate::{ToolInvalid, ready_condition, validate_tool};
 use crate::context::Context;
-use crate::controller::{reconcile_guarded, retry_after_error};
+use crate::controller::reconcile_guarded;
 use crate::error::{Error, KubeOp, Result};
 
 /// Name of this controller in metrics and logs.
@@ -27,15 +27,6 @@ const DUPLICATE_RECHECK: Duration = Duration::from_secs(30);
 #[instrument(skip(guard, ctx), fields(name = %guard.name_any(), namespace = guard.namespace()))]
 pub async fn reconcile(guard: Arc<DeserializeGuard<McpTool>>, ctx: Arc<Context>) -> Result<Action> {
     reconcile_guarded(&guard, &ctx, CONTROLLER, |tool| reconcile_tool(tool, &ctx)).await
-}
-
-/// Logs the error, counts it by category and retries after a jittered backoff.
-pub fn error_policy(
-    tool: Arc<DeserializeGuard<McpTool>>,
-    err: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    retry_after_error(tool.as_ref(), err, &ctx, CONTROLLER)
 }
 
 async fn reconcile_tool(tool: &McpTool, ctx: &Context) -> Result<Action> {
