@@ -1,0 +1,89 @@
+//! Set-up and task assertions shared by the operator test binaries.
+#![allow(
+    dead_code,
+    reason = "each test binary compiles this module and uses a part of it"
+)]
+
+use kube::Client;
+use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
+use mcp_task_operator_harness::ensure_crds;
+use mcp_task_operator_harness::operator::{
+    Operator, SeenEvent, apply_example_tools, ensure_example_images, failure_reason,
+    status_message, wait_task_event, wait_terminal,
+};
+use serde_json::Value;
+
+/// The example tools of the conformance suite (`slow_compute`, `confirm_delete`, …).
+pub const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
+
+/// Applies the CRDs, imports the example tool images and starts the namespace's operator with
+/// the settings `env`; returns once it leads.
+pub async fn start_operator(client: &Client, ns: &str, env: &[(&str, &str)]) -> Operator {
+    ensure_crds(client).await;
+    ensure_example_images();
+    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", env).await;
+    operator.wait_leading().await;
+    operator
+}
+
+/// [`start_operator`] with no settings, then the [`CONFORMANCE_TOOLS`] created.
+pub async fn start_operator_with_conformance_tools(client: &Client, ns: &str) -> Operator {
+    let operator = start_operator(client, ns, &[]).await;
+    apply_example_tools(client, ns, CONFORMANCE_TOOLS).await;
+    operator
+}
+
+/// The task's name.
+pub fn name_of(task: &McpTask) -> String {
+    task.metadata.name.clone().expect("name")
+}
+
+/// The JSON-RPC error of a failed task.
+pub fn task_error(task: &McpTask) -> TaskError {
+    task.status
+        .as_ref()
+        .and_then(|s| s.error.clone())
+        .expect("error")
+}
+
+/// The `error.data.detail` of a failed task (empty if it has none).
+pub fn error_detail(task: &McpTask) -> String {
+    let error = task.status.as_ref().and_then(|s| s.error.clone());
+    let data = error.and_then(|e| e.data).unwrap_or(Value::Null);
+    data["detail"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Asserts the task failed with `reason` (code -32603, a statusMessage) and waits for its
+/// Warning `Failed` Event; returns the task's Events.
+pub async fn assert_failed(
+    client: &Client,
+    ns: &str,
+    task: &McpTask,
+    reason: &str,
+) -> Vec<SeenEvent> {
+    assert_eq!(task.task_status(), TaskStatus::Failed, "{:?}", task.status);
+    assert_eq!(failure_reason(task), reason, "{:?}", task.status);
+    assert_eq!(task_error(task).code, -32603);
+    assert!(!status_message(task).is_empty());
+    let events = wait_task_event(client, ns, &name_of(task), "Failed").await;
+    let failed = events.iter().find(|e| e.reason == "Failed").expect("event");
+    assert_eq!(failed.type_, "Warning", "{events:#?}");
+    events
+}
+
+/// Asserts the task ended `cancelled` (its status printed otherwise).
+pub fn assert_cancelled(task: &McpTask) {
+    assert_eq!(
+        task.task_status(),
+        TaskStatus::Cancelled,
+        "{:?}",
+        task.status
+    );
+}
+
+/// Waits until the task is terminal and asserts it `cancelled`.
+pub async fn wait_cancelled(client: &Client, ns: &str, name: &str) -> McpTask {
+    let done = wait_terminal(client, ns, name).await;
+    assert_cancelled(&done);
+    done
+}
