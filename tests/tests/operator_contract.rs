@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{error_detail, start_operator, start_operator_with_conformance_tools, task_error};
+use common::{
+    accept_confirm, error_detail, start_operator, start_operator_with_conformance_tools, task_error,
+};
 use kube::ResourceExt;
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
@@ -137,13 +139,7 @@ async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resu
             request["params"]["message"],
             "Delete x.txt? This cannot be undone."
         );
-        answer(
-            &client,
-            &ns,
-            &name,
-            json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}}),
-        )
-        .await;
+        accept_confirm(&client, &ns, &name).await;
         let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "Deleted x.txt");
         recorder.assert_statuses(&name, &ANSWERED_ONCE).await;

@@ -8,6 +8,9 @@
 //! 5. every pod of ours (operator, front end, example tools) runs at the "restricted" Pod
 //!    Security level.
 
+mod common;
+
+use common::{accept_confirm, error_detail};
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -16,8 +19,8 @@ use mcp_task_operator_harness::callers::{assert_unauthorized, random_token};
 use mcp_task_operator_harness::chart_access::check_release_access;
 use mcp_task_operator_harness::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
 use mcp_task_operator_harness::operator::{
-    Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
-    result_is_error, result_text, shell_tool, wait_status, wait_terminal, with_operator,
+    Operator, create_task, create_tool, ensure_example_images, failure_reason, result_is_error,
+    result_text, shell_tool, wait_status, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::stack::{
     Release, apply_examples, install, mcp_url, wait_tools_ready,
@@ -287,18 +290,29 @@ async fn tool_pods_get_an_api_token_only_when_their_tool_asks_for_one() {
     .await;
 }
 
+const ENFORCE_RESTRICTED: &str = "pod-security.kubernetes.io/enforce=restricted";
+
+/// Applies the CRDs, imports the example images and gives `ns` the Pod Security `labels`.
+async fn restricted_ns(client: &Client, ns: &str, labels: &[&str]) {
+    ensure_crds(client).await;
+    ensure_example_images();
+    let mut args = vec!["label", "ns", ns];
+    args.extend(labels);
+    kubectl_ok(&args);
+}
+
 #[tokio::test]
 async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
     with_temp_ns("sec-pss", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        kubectl_ok(&[
-            "label",
-            "ns",
+        restricted_ns(
+            &client,
             &ns,
-            "pod-security.kubernetes.io/enforce=restricted",
-            "pod-security.kubernetes.io/warn=restricted",
-        ]);
+            &[
+                ENFORCE_RESTRICTED,
+                "pod-security.kubernetes.io/warn=restricted",
+            ],
+        )
+        .await;
         // The PodSecurity admission plugin enforces the label: a privileged pod is refused.
         let privileged: Pod = serde_json::from_value(json!({
             "metadata": { "name": "privileged" },
@@ -385,13 +399,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
         }
         let confirm = ids[4].clone();
         wait_status(&client, &ns, &confirm, TaskStatus::InputRequired).await;
-        answer(
-            &client,
-            &ns,
-            &confirm,
-            json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } }),
-        )
-        .await;
+        accept_confirm(&client, &ns, &confirm).await;
         for ((tool, _, want), id) in runs.iter().zip(&ids) {
             let done = wait_terminal(&client, &ns, id).await;
             assert_eq!(done.task_status(), *want, "{tool}: {:?}", done.status);
@@ -432,14 +440,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
 #[tokio::test]
 async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
     with_temp_ns("sec-refused", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        kubectl_ok(&[
-            "label",
-            "ns",
-            &ns,
-            "pod-security.kubernetes.io/enforce=restricted",
-        ]);
+        restricted_ns(&client, &ns, &[ENFORCE_RESTRICTED]).await;
         let env = [("POD_REFUSED_GRACE_SECONDS", "2")];
         let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
         operator.wait_leading().await;
@@ -458,8 +459,7 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
         assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
         assert_eq!(failure_reason(&done), "PodRefused", "{:?}", done.status);
         // The API server's refusal names the Pod Security level, in the task's error too.
-        let detail = done.status.as_ref().and_then(|s| s.error.clone());
-        let detail = detail.and_then(|e| e.data).expect("error data")["detail"].to_string();
+        let detail = error_detail(&done);
         assert!(detail.contains("violates PodSecurity"), "{detail}");
         // Why is visible on the Job: the refusal names the Pod Security level.
         let selector = format!("involvedObject.name={id},reason=FailedCreate");

@@ -8,10 +8,10 @@ use kube::Client;
 use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
 use mcp_task_operator_harness::ensure_crds;
 use mcp_task_operator_harness::operator::{
-    Operator, SeenEvent, apply_example_tools, ensure_example_images, failure_reason,
+    Operator, SeenEvent, answer, apply_example_tools, ensure_example_images, failure_reason,
     status_message, wait_task_event, wait_terminal,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The example tools of the conformance suite (`slow_compute`, `confirm_delete`, …).
 pub const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
@@ -31,6 +31,20 @@ pub async fn start_operator_with_conformance_tools(client: &Client, ns: &str) ->
     let operator = start_operator(client, ns, &[]).await;
     apply_example_tools(client, ns, CONFORMANCE_TOOLS).await;
     operator
+}
+
+/// Applies the CRDs, imports the example tool images and creates the [`CONFORMANCE_TOOLS`]; no
+/// operator runs yet.
+pub async fn prepare_conformance_tools(client: &Client, ns: &str) {
+    ensure_crds(client).await;
+    ensure_example_images();
+    apply_example_tools(client, ns, CONFORMANCE_TOOLS).await;
+}
+
+/// Answers the question of a `confirm_delete` task (`confirm-1`) with yes.
+pub async fn accept_confirm(client: &Client, ns: &str, task: &str) {
+    let yes = json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}});
+    answer(client, ns, task, yes).await;
 }
 
 /// The task's name.
