@@ -5,6 +5,8 @@
 //! operator's reconcile spans are its children, and the tool container gets `TRACEPARENT`
 //! naming that span.
 
+mod common;
+
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TRACEPARENT_ANNOTATION};
 use mcp_task_operator_harness::frontend::Frontend;
@@ -273,27 +275,9 @@ async fn the_front_end_sends_its_buffered_spans_when_it_stops() {
 
 /// The chart's Deployments rendered with `sets`: each one's `name=value` env.
 fn rendered_env(sets: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
-    let chart = mcp_task_operator_harness::chart_dir();
-    let mut args = vec![
-        "template",
-        "mto",
-        chart.to_str().expect("UTF-8 path"),
-        "--kube-version",
-        mcp_task_operator_harness::KUBE_VERSION,
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let out = mcp_task_operator_harness::helm(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|d| serde::Deserialize::deserialize(d).ok())
-        .filter(|d: &Value| d["kind"] == "Deployment")
+    common::helm::render("mto", None, sets)
+        .into_iter()
+        .filter(|d| d["kind"] == "Deployment")
         .map(|d| {
             d["spec"]["template"]["spec"]["containers"][0]["env"]
                 .as_array()
@@ -334,16 +318,11 @@ fn the_chart_exports_traces_from_both_components_only_when_an_endpoint_is_set() 
         assert_eq!(env["OTEL_TRACES_SAMPLER_ARG"], "0.25");
     }
     // The binaries send OTLP/HTTP without TLS: the schema refuses anything else.
-    let chart = mcp_task_operator_harness::chart_dir();
-    let https = mcp_task_operator_harness::helm(&[
-        "template",
+    let https = common::helm::template(
         "mto",
-        chart.to_str().expect("UTF-8 path"),
-        "--kube-version",
-        mcp_task_operator_harness::KUBE_VERSION,
-        "--set",
-        "tracing.otlpEndpoint=https://collector:4318",
-    ]);
+        None,
+        &["tracing.otlpEndpoint=https://collector:4318"],
+    );
     assert!(!https.status.success());
     assert!(String::from_utf8_lossy(&https.stderr).contains("/tracing/otlpEndpoint"));
 }

@@ -1,8 +1,10 @@
-//! Set-up and task assertions shared by the operator test binaries.
+//! Set-up, task assertions and chart rendering shared by the cluster test binaries.
 #![allow(
     dead_code,
     reason = "each test binary compiles this module and uses a part of it"
 )]
+
+pub mod helm;
 
 use kube::Client;
 use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
