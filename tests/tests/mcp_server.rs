@@ -25,6 +25,12 @@ use tokio::task::block_in_place;
 /// Longest a server's discovery (image start, initialize, tools/list) may take here.
 const DISCOVERY: &str = "--timeout=180s";
 
+/// Waits (`kubectl wait`, within `timeout`) until every object of `kind` in `ns` is Ready.
+fn wait_all_ready(ns: &str, kind: &str, timeout: &str) {
+    let condition = "--for=condition=Ready";
+    kubectl_ok(&["wait", "-n", ns, condition, kind, "--all", timeout]);
+}
+
 async fn start(client: &Client, ns: &str) -> Operator {
     ensure_crds(client).await;
     block_in_place(ensure_example_images);
@@ -39,24 +45,8 @@ async fn start(client: &Client, ns: &str) -> Operator {
                 .join(file);
             kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().expect("UTF-8 path")]);
         }
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            ns,
-            "--for=condition=Ready",
-            "mcpserver",
-            "--all",
-            DISCOVERY,
-        ]);
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            ns,
-            "--for=condition=Ready",
-            "mcptool",
-            "--all",
-            "--timeout=60s",
-        ]);
+        wait_all_ready(ns, "mcpserver", DISCOVERY);
+        wait_all_ready(ns, "mcptool", "--timeout=60s");
     });
     operator
 }
