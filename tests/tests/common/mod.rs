@@ -4,6 +4,7 @@
     reason = "each test binary compiles this module and uses a part of it"
 )]
 
+pub mod frontend;
 pub mod helm;
 
 use kube::Client;
