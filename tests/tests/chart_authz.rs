@@ -8,6 +8,9 @@
 //!   tokens through the token file's groups column. A refused call reads exactly like a call
 //!   of a tool that does not exist, and granting a tool takes effect without a restart.
 
+mod common;
+
+use common::owner_of;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -106,11 +109,8 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
             .start_task("slow_compute", json!({ "seconds": 0, "label": "sa" }))
             .await;
         full.wait_status(&id, "completed").await;
-        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(
-            tasks.get(&id).await.expect("task").spec.owner,
-            format!("system:serviceaccount:{ns}:caller")
-        );
+        let username = format!("system:serviceaccount:{ns}:caller");
+        assert_eq!(owner_of(&client, &ns, &id).await, username);
 
         // Caller A may call greet only (McpTool conformance-greet).
         service_account(&client, &ns, "agent-a").await;

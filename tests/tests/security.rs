@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{accept_confirm, error_detail};
+use common::{accept_confirm, error_detail, start_confirm_owned_by};
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -106,12 +106,8 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
         assert_unauthorized(&basic, None);
 
         // Alice's task belongs to her; Bob cannot tell it from an unknown one nor touch it.
-        let id = alice
-            .start_task("confirm_delete", json!({ "filename": "a.txt" }))
-            .await;
-        alice.wait_status(&id, "input_required").await;
+        let id = start_confirm_owned_by(&client, &ns, &alice, "a.txt", "alice").await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(tasks.get(&id).await.expect("task").spec.owner, "alice");
         assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
         // Bob's listen for her task is acknowledged exactly like one for an unknown ID.
         let unknown = mcp_task_operator_crds::task_id::generate();

@@ -7,9 +7,10 @@
 pub mod frontend;
 pub mod helm;
 
-use kube::Client;
+use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
 use mcp_task_operator_harness::ensure_crds;
+use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::{
     Operator, SeenEvent, answer, apply_example_tools, ensure_example_images, failure_reason,
     status_message, wait_task_event, wait_terminal,
@@ -48,6 +49,29 @@ pub async fn prepare_conformance_tools(client: &Client, ns: &str) {
 pub async fn accept_confirm(client: &Client, ns: &str, task: &str) {
     let yes = json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}});
     answer(client, ns, task, yes).await;
+}
+
+/// The `spec.owner` the API server stores for task `id`.
+pub async fn owner_of(client: &Client, ns: &str, id: &str) -> String {
+    let tasks: Api<McpTask> = Api::namespaced(client.clone(), ns);
+    tasks.get(id).await.expect("task").spec.owner
+}
+
+/// Starts a `confirm_delete` task through `mcp`, waits until it asks for input and asserts it
+/// is stored as `owner`'s; returns its ID.
+pub async fn start_confirm_owned_by(
+    client: &Client,
+    ns: &str,
+    mcp: &Mcp,
+    filename: &str,
+    owner: &str,
+) -> String {
+    let id = mcp
+        .start_task("confirm_delete", json!({ "filename": filename }))
+        .await;
+    mcp.wait_status(&id, "input_required").await;
+    assert_eq!(owner_of(client, ns, &id).await, owner);
+    id
 }
 
 /// The task's name.
