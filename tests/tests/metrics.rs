@@ -4,14 +4,17 @@
 //! tasks by reason (its own reasons apart from a tool's own error), observes how long work ran
 //! after a cancel request, and reports stored tasks by status (every status, 0 included).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::start_operator;
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    request_cancel, shell_tool, wait_task, wait_terminal,
+    Operator, WAIT, create_task, create_tool, failure_reason, request_cancel, shell_tool,
+    wait_task, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -105,9 +108,7 @@ async fn the_front_end_counts_tasks_get_by_outcome_and_tool_calls_by_tool() {
 #[tokio::test]
 async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_status() {
     with_temp_ns("metrics-op", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        let operator = Operator::start_leader(&ns).await;
+        let operator = start_operator(&client, &ns, &[]).await;
         let not_found = r#"mcp_operator_task_failures_total{reason="ToolNotFound"}"#;
         let tool_error = r#"mcp_operator_task_failures_total{reason="ToolError"}"#;
         let oom = r#"mcp_operator_task_failures_total{reason="OOMKilled"}"#;

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{accept_confirm, error_detail, start_confirm_owned_by};
+use common::{accept_confirm, error_detail, prepare_examples, start_confirm_owned_by};
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -290,8 +290,7 @@ const ENFORCE_RESTRICTED: &str = "pod-security.kubernetes.io/enforce=restricted"
 
 /// Applies the CRDs, imports the example images and gives `ns` the Pod Security `labels`.
 async fn restricted_ns(client: &Client, ns: &str, labels: &[&str]) {
-    ensure_crds(client).await;
-    ensure_example_images();
+    prepare_examples(client).await;
     let mut args = vec!["label", "ns", ns];
     args.extend(labels);
     kubectl_ok(&args);

@@ -20,11 +20,17 @@ use serde_json::{Value, json};
 /// The example tools of the conformance suite (`slow_compute`, `confirm_delete`, …).
 pub const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 
+/// Applies the CRDs and imports the example tool images (once per test binary); no operator
+/// runs yet.
+pub async fn prepare_examples(client: &Client) {
+    ensure_crds(client).await;
+    ensure_example_images();
+}
+
 /// Applies the CRDs, imports the example tool images and starts the namespace's operator with
 /// the settings `env`; returns once it leads.
 pub async fn start_operator(client: &Client, ns: &str, env: &[(&str, &str)]) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
+    prepare_examples(client).await;
     let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", env).await;
     operator.wait_leading().await;
     operator
@@ -40,8 +46,7 @@ pub async fn start_operator_with_conformance_tools(client: &Client, ns: &str) ->
 /// Applies the CRDs, imports the example tool images and creates the [`CONFORMANCE_TOOLS`]; no
 /// operator runs yet.
 pub async fn prepare_conformance_tools(client: &Client, ns: &str) {
-    ensure_crds(client).await;
-    ensure_example_images();
+    prepare_examples(client).await;
     apply_example_tools(client, ns, CONFORMANCE_TOOLS).await;
 }
 
