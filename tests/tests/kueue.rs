@@ -4,14 +4,16 @@
 //! suspended Jobs, then run in turn, each ending with its own result; a waiting task can be
 //! cancelled.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::wait_cancelled;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::kueue::{
     QUEUE, WAITING, cleanup, complete, queued_tool, queues, suspended,
 };
@@ -143,8 +145,7 @@ async fn a_task_waiting_for_admission_can_be_cancelled() {
         poll_task(&client, &ns, &waiting, WAIT, |t| status_message(t) == WAITING).await;
 
         request_cancel(&client, &ns, &waiting).await;
-        let done = wait_terminal(&client, &ns, &waiting).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{:?}", done.status);
+        wait_cancelled(&client, &ns, &waiting).await;
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();
         while jobs.get_opt(&waiting).await.expect("get Job").is_some() {
@@ -152,8 +153,7 @@ async fn a_task_waiting_for_admission_can_be_cancelled() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         request_cancel(&client, &ns, &first).await;
-        let done = wait_terminal(&client, &ns, &first).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{:?}", done.status);
+        wait_cancelled(&client, &ns, &first).await;
         cleanup(&client, &ns).await;
     })
     .await;

@@ -6,11 +6,13 @@
 //! call again; a tool with `retryOnDisruption` waits for admission again and then runs to its
 //! own result.
 
+mod common;
+
 use std::time::Instant;
 
+use common::wait_failed;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
 use mcp_task_operator_harness::operator::{
     Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
@@ -67,8 +69,7 @@ async fn a_preempted_task_that_does_not_retry_fails_preempted_and_never_runs_aga
         let _operator = Operator::start_leader(&ns).await;
         let (low, _) = preempt(&client, &ns).await;
 
-        let done = wait_terminal(&client, &ns, &low).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &low).await;
         assert_eq!(failure_reason(&done), "Preempted", "{:?}", done.status);
         // Its Job goes, so the queue cannot admit the call a second time.
         wait_job_stopped(&client, &ns, &low).await;

@@ -8,8 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::start_operator;
-use mcp_task_operator_crds::TaskStatus;
+use common::{start_operator, wait_cancelled, wait_failed};
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::{
@@ -129,8 +128,7 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
         create_tool(&client, &ns, &shell_tool("fails", script, json!({}))).await;
         let task = create_task(&client, &ns, "fails", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
-        let failed = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        wait_failed(&client, &ns, &name).await;
         let text = wait_sample(&operator, tool_error, 1.0).await;
         assert_eq!(sample(&text, oom), 0.0, "{text}");
         assert_eq!(sample(&text, not_found), 1.0, "{text}");
@@ -145,8 +143,7 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
         })
         .await;
         request_cancel(&client, &ns, &name).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
+        wait_cancelled(&client, &ns, &name).await;
         let text = wait_sample(&operator, cancels, 1.0).await;
         // It ran at least its grace period after the request.
         let ran = sample(&text, "mcp_operator_cancel_stop_seconds_sum");

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    accept_confirm, error_detail, start_operator, start_operator_with_conformance_tools, task_error,
+    accept_confirm, error_detail, start_operator, start_operator_with_conformance_tools,
+    task_error, wait_failed,
 };
 use kube::ResourceExt;
 use mcp_task_operator_crds::TaskStatus;
@@ -231,8 +232,7 @@ async fn an_error_message_fails_the_task_with_that_error() {
             .await
             .name_any();
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
+        let done = wait_failed(&client, &ns, &name).await;
         let error = task_error(&done);
         assert_eq!(error.code, -32603);
         assert_eq!(
@@ -266,8 +266,7 @@ sleep 2"#;
             .await
             .name_any();
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
+        let done = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&done), "ResultTooLarge");
         assert_eq!(task_error(&done).code, -32603);
         let detail = error_detail(&done);

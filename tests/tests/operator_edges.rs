@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{
-    assert_cancelled, assert_failed, error_detail, name_of, start_operator, wait_cancelled,
+    assert_cancelled, assert_failed_as, error_detail, name_of, start_operator, wait_cancelled,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ResourceQuota;
@@ -37,7 +37,7 @@ async fn assert_fails(
         "{reason}: terminal {:?} after the task was created",
         started.elapsed()
     );
-    assert_failed(client, ns, &done, reason).await;
+    assert_failed_as(client, ns, &done, reason).await;
     done
 }
 

@@ -18,9 +18,9 @@ use serde_json::json;
 
 /// Waits until the task ends; asserts it failed with `reason`, code -32603 and a Warning
 /// `Failed` Event naming it. Returns the task.
-async fn wait_failed(client: &Client, ns: &str, name: &str, reason: &str) -> McpTask {
+async fn wait_failed_as(client: &Client, ns: &str, name: &str, reason: &str) -> McpTask {
     let done = wait_terminal(client, ns, name).await;
-    let events = common::assert_failed(client, ns, &done, reason).await;
+    let events = common::assert_failed_as(client, ns, &done, reason).await;
     let failed = events
         .iter()
         .find(|e| e.reason == "Failed")
@@ -80,7 +80,7 @@ async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
         let fails = create_task(&client, &ns, "pull-fails", json!({})).await;
         for task in [never, fails] {
             let name = name_of(&task);
-            let done = wait_failed(&client, &ns, &name, "ImagePullFailed").await;
+            let done = wait_failed_as(&client, &ns, &name, "ImagePullFailed").await;
             let detail = error_detail(&done);
             assert!(
                 detail.contains("ErrImageNeverPull")
@@ -118,7 +118,7 @@ async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
         let name = create_task(&client, &ns, "hungry", json!({}))
             .await
             .name_any();
-        wait_failed(&client, &ns, &name, "OOMKilled").await;
+        wait_failed_as(&client, &ns, &name, "OOMKilled").await;
     })
     .await;
 }
@@ -133,7 +133,7 @@ async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
             .await
             .name_any();
         wait_sleeping(&client, &ns, &name).await;
-        wait_failed(&client, &ns, &name, "DeadlineExceeded").await;
+        wait_failed_as(&client, &ns, &name, "DeadlineExceeded").await;
     })
     .await;
 }
@@ -145,7 +145,7 @@ async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
         pods.delete(&pod_name, &DeleteParams::default())
             .await
             .expect("delete the pod");
-        wait_failed(&client, &ns, &name, "PodDeleted").await;
+        wait_failed_as(&client, &ns, &name, "PodDeleted").await;
         // The Job never replaces the pod (backoffLimit 0): no second run of the call.
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         let left = task_pods(&client, &ns, &name).await;
@@ -166,7 +166,7 @@ async fn evicting_the_pod_of_a_running_task_fails_it_as_evicted() {
         pods.evict(&pod_name, &EvictParams::default())
             .await
             .expect("evict the pod");
-        let done = wait_failed(&client, &ns, &name, "Evicted").await;
+        let done = wait_failed_as(&client, &ns, &name, "Evicted").await;
         let detail = error_detail(&done);
         assert!(detail.contains("EvictionByEvictionAPI"), "{detail}");
     })

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{prepare_examples, task_error};
+use common::{prepare_examples, task_error, wait_failed};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -256,8 +256,7 @@ printf '"}}}\n'"#;
         let name = create_task(&client, &ns, "dumper", json!({}))
             .await
             .name_any();
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
+        let done = wait_failed(&client, &ns, &name).await;
         let error = task_error(&done);
         assert_eq!(error.code, -32000);
         let data = error.data.expect("data kept, cut");

@@ -3,9 +3,12 @@
 //! `working` with "Queued: N ahead" and no Job, in queue order (creationTimestamp, then name),
 //! across an operator failover; a queued task can be cancelled and never gets a Job.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::wait_cancelled;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
@@ -153,13 +156,7 @@ async fn a_queued_task_can_be_cancelled_and_never_gets_a_job() {
         .await;
 
         request_cancel(&client, &ns, &queued).await;
-        let done = wait_terminal(&client, &ns, &queued).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        let done = wait_cancelled(&client, &ns, &queued).await;
         assert!(done.status.as_ref().is_some_and(|s| s.job_name.is_none()));
         assert!(!job_names(&client, &ns).await.contains(&queued));
         // The running one is untouched by it.
@@ -167,13 +164,7 @@ async fn a_queued_task_can_be_cancelled_and_never_gets_a_job() {
         let running = tasks.get(&first).await.expect("get");
         assert_eq!(running.task_status(), TaskStatus::Working);
         request_cancel(&client, &ns, &first).await;
-        let done = wait_terminal(&client, &ns, &first).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        wait_cancelled(&client, &ns, &first).await;
     })
     .await;
 }

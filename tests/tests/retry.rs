@@ -4,13 +4,15 @@
 //! silent for longer than its idle timeout fails `IdleTimeout` and its Job goes, while one that
 //! keeps printing runs to its end.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::wait_failed;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
     WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task, result_text,
     shell_tool, status_message, wait_completed, wait_terminal, with_operator,
@@ -125,8 +127,7 @@ async fn a_silent_tool_fails_idle_timeout_and_a_chatty_one_completes() {
             .await
             .name_any();
 
-        let done = wait_terminal(&client, &ns, &quiet).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &quiet).await;
         assert_eq!(failure_reason(&done), "IdleTimeout");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();

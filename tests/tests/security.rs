@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{accept_confirm, error_detail, prepare_examples, start_confirm_owned_by};
+use common::{accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, wait_failed};
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -450,8 +450,7 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
         wait_tools_ready(&ns);
         let task = create_task(&client, &ns, "unrestricted", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &id).await;
         assert_eq!(failure_reason(&done), "PodRefused", "{:?}", done.status);
         // The API server's refusal names the Pod Security level, in the task's error too.
         let detail = error_detail(&done);

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{prepare_examples, start_operator};
+use common::{prepare_examples, start_operator, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, PostParams};
@@ -70,8 +70,7 @@ async fn arguments_reach_the_tool_exactly_as_sent_and_never_expand_its_env() {
         // Over what exec can pass (MAX_ARG_STRLEN): refused with a reason, not a broken pod.
         let big = json!({"text": "x".repeat(140 * 1024)});
         let task = create_task(&client, &ns, "echo", big).await;
-        let failed = wait_terminal(&client, &ns, &task.name_any()).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        let failed = wait_failed(&client, &ns, &task.name_any()).await;
         assert_eq!(failure_reason(&failed), "ArgumentsTooLarge");
         assert!(
             status_message(&failed).contains("131072-byte limit"),
@@ -164,8 +163,7 @@ async fn a_job_of_the_tasks_name_it_does_not_own_fails_the_task_and_is_left_alon
             .await
             .expect("create the task");
 
-        let failed = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        let failed = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&failed), "JobConflict");
         assert!(
             status_message(&failed).contains("controlled by nothing"),

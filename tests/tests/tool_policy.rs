@@ -2,9 +2,12 @@
 //! operator's power (its ServiceAccount, privileged, hostPath, hostNetwork) are not Ready; the
 //! allow switches let the same templates through; a task of such a tool fails and no Job exists.
 
+mod common;
+
+use common::wait_failed;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
-use mcp_task_operator_crds::{McpTool, TaskStatus};
+use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, failure_reason,
     shell_tool, status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
@@ -197,8 +200,7 @@ async fn a_task_of_a_tool_the_policy_refuses_fails_and_gets_no_job() {
         operator.wait_leading().await;
         let task = create_task(&client, &ns, "privileged", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &id).await;
         assert_eq!(failure_reason(&done), REFUSED, "{:?}", done.status);
         let message = status_message(&done);
         assert!(message.contains(path), "{message}");

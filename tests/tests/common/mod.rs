@@ -101,7 +101,7 @@ pub fn error_detail(task: &McpTask) -> String {
 
 /// Asserts the task failed with `reason` (code -32603, a statusMessage) and waits for its
 /// Warning `Failed` Event; returns the task's Events.
-pub async fn assert_failed(
+pub async fn assert_failed_as(
     client: &Client,
     ns: &str,
     task: &McpTask,
@@ -115,6 +115,13 @@ pub async fn assert_failed(
     let failed = events.iter().find(|e| e.reason == "Failed").expect("event");
     assert_eq!(failed.type_, "Warning", "{events:#?}");
     events
+}
+
+/// Waits until the task is terminal and asserts it `failed` (its status printed otherwise).
+pub async fn wait_failed(client: &Client, ns: &str, name: &str) -> McpTask {
+    let done = wait_terminal(client, ns, name).await;
+    assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+    done
 }
 
 /// Asserts the task ended `cancelled` (its status printed otherwise).
