@@ -41,6 +41,13 @@ async fn assert_fails(
     done
 }
 
+/// Creates a task of `tool` without arguments: its name and the time just before.
+async fn timed_task(client: &Client, ns: &str, tool: &str) -> (String, Instant) {
+    let started = Instant::now();
+    let task = create_task(client, ns, tool, json!({})).await;
+    (name_of(&task), started)
+}
+
 /// Creates a ResourceQuota with `hard` and waits until the quota controller has counted it
 /// (only then does admission enforce it as written).
 async fn quota(client: &Client, ns: &str, hard: Value) {
@@ -150,9 +157,7 @@ async fn a_job_the_quota_refuses_fails_its_task_at_once() {
         let _operator = start_operator(&client, &ns, &[]).await;
         quota(&client, &ns, json!({"count/jobs.batch": "0"})).await;
         create_tool(&client, &ns, &shell_tool("refused", "echo hi", json!({}))).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "refused", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "refused").await;
         let done = assert_fails(&client, &ns, &name, "JobRefused", started).await;
         let detail = error_detail(&done);
         assert!(detail.contains("exceeded quota"), "{detail}");
@@ -165,13 +170,10 @@ async fn a_job_the_quota_refuses_fails_its_task_at_once() {
 #[tokio::test]
 async fn pods_the_quota_refuses_fail_their_task_after_the_grace_period() {
     with_temp_ns("edge-podquota", |client, ns| async move {
-        let env = [("POD_REFUSED_GRACE_SECONDS", "3")];
-        let _operator = start_operator(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("POD_REFUSED_GRACE_SECONDS", "3")]).await;
         quota(&client, &ns, json!({"pods": "0"})).await;
         create_tool(&client, &ns, &shell_tool("refused", "echo hi", json!({}))).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "refused", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "refused").await;
         let done = assert_fails(&client, &ns, &name, "PodRefused", started).await;
         let detail = error_detail(&done);
         assert!(detail.contains("exceeded quota"), "{detail}");
@@ -183,8 +185,7 @@ async fn pods_the_quota_refuses_fail_their_task_after_the_grace_period() {
 #[tokio::test]
 async fn a_missing_secret_fails_its_task_after_the_grace_period() {
     with_temp_ns("edge-secret", |client, ns| async move {
-        let env = [("CONFIG_ERROR_GRACE_SECONDS", "5")];
-        let _operator = start_operator(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("CONFIG_ERROR_GRACE_SECONDS", "5")]).await;
         let from_secret = json!({"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef":
             {"name": "no-such-secret", "key": "token"}}}]});
         let needs = tool(
@@ -195,9 +196,7 @@ async fn a_missing_secret_fails_its_task_after_the_grace_period() {
             from_secret,
         );
         create_tool(&client, &ns, &needs).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "needs-secret", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "needs-secret").await;
         // Within the grace period the task says what it waits for.
         wait_task(&client, &ns, &name, WAIT, |t| {
             status_message(t).contains("CreateContainerConfigError")
@@ -223,14 +222,11 @@ async fn a_missing_secret_fails_its_task_after_the_grace_period() {
 #[tokio::test]
 async fn a_pod_no_node_fits_fails_its_task_after_the_start_deadline() {
     with_temp_ns("edge-unsched", |client, ns| async move {
-        let env = [("UNSCHEDULABLE_SECONDS", "5")];
-        let _operator = start_operator(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("UNSCHEDULABLE_SECONDS", "5")]).await;
         let spec =
             json!({"template": {"spec": {"nodeSelector": {"mcptasks.io/no-such-node": "x"}}}});
         create_tool(&client, &ns, &shell_tool("nowhere", "echo hi", spec)).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "nowhere", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "nowhere").await;
         let done = assert_fails(&client, &ns, &name, "Unschedulable", started).await;
         assert!(
             error_detail(&done).ends_with("(for more than 5s)"),
@@ -244,8 +240,7 @@ async fn a_pod_no_node_fits_fails_its_task_after_the_start_deadline() {
 #[tokio::test]
 async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fails() {
     with_temp_ns("edge-pull", |client, ns| async move {
-        let env = [("IMAGE_PULL_GRACE_SECONDS", "15")];
-        let _operator = start_operator(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("IMAGE_PULL_GRACE_SECONDS", "15")]).await;
         // IfNotPresent with no registry to pull from: ErrImagePull, then ImagePullBackOff.
         let missing = tool(
             "pull-fails",
@@ -255,9 +250,7 @@ async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fa
             json!({"imagePullPolicy": "IfNotPresent"}),
         );
         create_tool(&client, &ns, &missing).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "pull-fails", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "pull-fails").await;
         // A failed pull is reported while the task keeps working: the kubelet retries it.
         let pulling = wait_task(&client, &ns, &name, WAIT, |t| {
             t.is_terminal()
