@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::wait_failed;
+use common::{start_task_until, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
@@ -36,13 +36,7 @@ async fn an_evicted_pod_runs_again_and_the_task_completes() {
     with_operator("retry-evict", async |client, ns, _| {
         let spec = json!({"retryOnDisruption": 2});
         create_tool(&client, &ns, &shell_tool("idempotent", WORKS, spec)).await;
-        let name = create_task(&client, &ns, "idempotent", json!({}))
-            .await
-            .name_any();
-        poll_task(&client, &ns, &name, WAIT, |t| {
-            status_message(t) == "started"
-        })
-        .await;
+        let name = start_task_until(&client, &ns, "idempotent", "started").await;
         let first = pods_of(&client, &ns, &name).await;
         assert_eq!(first.len(), 1, "{first:?}");
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);

@@ -7,13 +7,14 @@
 pub mod frontend;
 pub mod helm;
 
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
 use mcp_task_operator_harness::ensure_crds;
+use mcp_task_operator_harness::kueue::queues;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::{
-    Operator, SeenEvent, answer, apply_example_tools, ensure_example_images, failure_reason,
-    status_message, wait_task_event, wait_terminal,
+    Operator, SeenEvent, WAIT, answer, apply_example_tools, create_task, ensure_example_images,
+    failure_reason, poll_task, status_message, wait_task_event, wait_terminal,
 };
 use serde_json::{Value, json};
 
@@ -77,6 +78,22 @@ pub async fn start_confirm_owned_by(
     mcp.wait_status(&id, "input_required").await;
     assert_eq!(owner_of(client, ns, &id).await, owner);
     id
+}
+
+/// Creates a task of `tool` without arguments and polls until its statusMessage is `message`;
+/// returns its name.
+pub async fn start_task_until(client: &Client, ns: &str, tool: &str, message: &str) -> String {
+    let name = create_task(client, ns, tool, json!({})).await.name_any();
+    poll_task(client, ns, &name, WAIT, |t| status_message(t) == message).await;
+    name
+}
+
+/// Applies the CRDs, creates the Kueue queues of `ns` (no quota limits) and starts its
+/// operator; returns once it leads.
+pub async fn start_operator_with_queues(client: &Client, ns: &str) -> Operator {
+    ensure_crds(client).await;
+    queues(client, ns, json!({})).await;
+    Operator::start_leader(ns).await
 }
 
 /// The task's name.
