@@ -10,9 +10,8 @@
 
 mod common;
 
-use common::owner_of;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ListParams, PostParams};
+use common::{owner_of, static_tokens_secret};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::callers::{
@@ -153,14 +152,8 @@ async fn static_token_callers_get_the_tools_rbac_grants_their_groups() {
     with_temp_ns("authz-static", |client, ns| async move {
         ensure_crds(&client).await;
         let (carol, dave) = (random_token(), random_token());
-        let mut secret = Secret::default();
-        secret.metadata.name = Some("mcp-tokens".to_owned());
         let file = format!("{carol},carol,u-carol,\"greeters,other\"\n{dave},dave,u-dave,\n");
-        secret.string_data = Some([("tokens.csv".to_owned(), file)].into());
-        Api::<Secret>::namespaced(client.clone(), &ns)
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("create the token Secret");
+        static_tokens_secret(&client, &ns, file).await;
         let _release = Release::new(&ns, "az");
         let mut sets = DEFAULT_AUTH.to_vec();
         sets.extend([

@@ -10,8 +10,11 @@
 
 mod common;
 
-use common::{accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, wait_failed};
-use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use common::{
+    accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, static_tokens_secret,
+    wait_failed,
+};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
@@ -39,19 +42,8 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
     with_temp_ns("sec-static", |client, ns| async move {
         ensure_crds(&client).await;
         let (alice_token, bob_token) = (random_token(), random_token());
-        let mut secret = Secret::default();
-        secret.metadata.name = Some("mcp-tokens".to_owned());
-        secret.string_data = Some(
-            [(
-                "tokens.csv".to_owned(),
-                format!("{alice_token},alice\n{bob_token},bob\n"),
-            )]
-            .into(),
-        );
-        Api::<Secret>::namespaced(client.clone(), &ns)
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("create the token Secret");
+        let file = format!("{alice_token},alice\n{bob_token},bob\n");
+        static_tokens_secret(&client, &ns, file).await;
         let release = Release::new(&ns, "sec");
         let port = install(
             &ns,

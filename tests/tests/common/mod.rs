@@ -7,6 +7,8 @@
 pub mod frontend;
 pub mod helm;
 
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::PostParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskError, TaskStatus};
 use mcp_task_operator_harness::ensure_crds;
@@ -94,6 +96,18 @@ pub async fn start_operator_with_queues(client: &Client, ns: &str) -> Operator {
     ensure_crds(client).await;
     queues(client, ns, json!({})).await;
     Operator::start_leader(ns).await
+}
+
+/// Creates the Secret `mcp-tokens` whose `tokens.csv` is `file`: the static tokens the chart's
+/// front end reads with `frontend.auth.static.existingSecret=mcp-tokens`.
+pub async fn static_tokens_secret(client: &Client, ns: &str, file: String) {
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("mcp-tokens".to_owned());
+    secret.string_data = Some([("tokens.csv".to_owned(), file)].into());
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create the token Secret");
 }
 
 /// The task's name.
