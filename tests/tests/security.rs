@@ -11,8 +11,8 @@
 mod common;
 
 use common::{
-    accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, static_tokens_secret,
-    wait_failed,
+    accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, start_leader_with,
+    static_tokens_secret, wait_failed,
 };
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{ListParams, PostParams};
@@ -22,8 +22,8 @@ use mcp_task_operator_harness::callers::{assert_unauthorized, random_token};
 use mcp_task_operator_harness::chart_access::check_release_access;
 use mcp_task_operator_harness::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
 use mcp_task_operator_harness::operator::{
-    Operator, create_task, create_tool, ensure_example_images, failure_reason, result_is_error,
-    result_text, shell_tool, wait_status, wait_terminal, with_operator,
+    create_task, create_tool, ensure_example_images, failure_reason, result_is_error, result_text,
+    shell_tool, wait_status, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::stack::{
     Release, apply_examples, install, mcp_url, wait_tools_ready,
@@ -428,9 +428,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
 async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
     with_temp_ns("sec-refused", |client, ns| async move {
         restricted_ns(&client, &ns, &[ENFORCE_RESTRICTED]).await;
-        let env = [("POD_REFUSED_GRACE_SECONDS", "2")];
-        let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
-        operator.wait_leading().await;
+        let _operator = start_leader_with(&ns, &[("POD_REFUSED_GRACE_SECONDS", "2")]).await;
         // No securityContext at all: the Job controller's pods are refused. No deadline
         // either: the refusal itself ends the task.
         create_tool(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::wait_failed;
+use common::{start_leader_with, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTool;
@@ -86,14 +86,7 @@ async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) 
 async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
     with_temp_ns("policy-tools", |client, ns| async move {
         ensure_crds(&client).await;
-        let operator = Operator::start(
-            &ns,
-            &format!("{ns}-lease"),
-            "operator-0",
-            &[("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN)],
-        )
-        .await;
-        operator.wait_leading().await;
+        let _operator = start_leader_with(&ns, &[("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN)]).await;
 
         let plain = shell_tool("plain", "echo ok", json!({}));
         create_tool(&client, &ns, &plain).await;
@@ -139,10 +132,8 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
 async fn the_allow_switches_let_the_same_templates_through_but_never_the_service_accounts() {
     with_temp_ns("policy-allow", |client, ns| async move {
         ensure_crds(&client).await;
-        let operator = Operator::start(
+        let _operator = start_leader_with(
             &ns,
-            &format!("{ns}-lease"),
-            "operator-0",
             &[
                 ("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN),
                 ("TOOL_POLICY_ALLOW_PRIVILEGED", "true"),
@@ -151,7 +142,6 @@ async fn the_allow_switches_let_the_same_templates_through_but_never_the_service
             ],
         )
         .await;
-        operator.wait_leading().await;
         for (tool, _) in offending_tools() {
             create_tool(&client, &ns, &tool).await;
         }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::start_leader_with;
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TRACEPARENT_ANNOTATION};
 use mcp_task_operator_harness::frontend::Frontend;
@@ -44,9 +45,16 @@ async fn frontend(ns: &str, extra: &[(&'static str, String)]) -> Frontend {
 /// The leader operator of `ns` with `extra` settings.
 async fn operator(ns: &str, extra: &[(&'static str, String)]) -> Operator {
     let env: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", &env).await;
-    operator.wait_leading().await;
-    operator
+    start_leader_with(ns, &env).await
+}
+
+/// The CRDs, Jaeger, and an operator and a front end of `ns` exporting to it.
+async fn traced_stack(client: &Client, ns: &str) -> (Jaeger, Operator, Frontend) {
+    ensure_crds(client).await;
+    let jaeger = Jaeger::start().await;
+    let operator = operator(ns, &otel_env(&jaeger)).await;
+    let frontend = frontend(ns, &otel_env(&jaeger)).await;
+    (jaeger, operator, frontend)
 }
 
 /// A random sampled client traceparent: (value, trace ID, span ID).
@@ -104,10 +112,7 @@ fn only<'a>(spans: &'a [Span], service: &str, name: &str) -> &'a Span {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_is_one_trace_from_the_clients_span_through_the_operator_to_the_tool() {
     with_temp_ns("trace", |client, ns| async move {
-        ensure_crds(&client).await;
-        let jaeger = Jaeger::start().await;
-        let _operator = operator(&ns, &otel_env(&jaeger)).await;
-        let frontend = frontend(&ns, &otel_env(&jaeger)).await;
+        let (jaeger, _operator, frontend) = traced_stack(&client, &ns).await;
         let (traceparent, trace_id, client_span) = client_traceparent();
 
         let task = run_traced_call(&client, &ns, &frontend, Some(&traceparent)).await;
@@ -182,10 +187,7 @@ async fn a_call_is_one_trace_from_the_clients_span_through_the_operator_to_the_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_client_traceparent_is_ignored_and_the_call_starts_a_new_trace() {
     with_temp_ns("trace-bad", |client, ns| async move {
-        ensure_crds(&client).await;
-        let jaeger = Jaeger::start().await;
-        let _operator = operator(&ns, &otel_env(&jaeger)).await;
-        let frontend = frontend(&ns, &otel_env(&jaeger)).await;
+        let (jaeger, _operator, frontend) = traced_stack(&client, &ns).await;
         let (valid, bad_trace, _) = client_traceparent();
         // Uppercase hex, as W3C forbids; the call must still work.
         let malformed = valid.to_uppercase();

@@ -34,6 +34,11 @@ pub async fn prepare_examples(client: &Client) {
 /// the settings `env`; returns once it leads.
 pub async fn start_operator(client: &Client, ns: &str, env: &[(&str, &str)]) -> Operator {
     prepare_examples(client).await;
+    start_leader_with(ns, env).await
+}
+
+/// [`Operator::start_leader`] with the settings `env`: the one operator of `ns`, once it leads.
+pub async fn start_leader_with(ns: &str, env: &[(&str, &str)]) -> Operator {
     let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", env).await;
     operator.wait_leading().await;
     operator
