@@ -9,15 +9,14 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{start_operator_with_queues, start_task_until, wait_cancelled};
+use common::{new_task, start_operator_with_queues, start_task_until, wait_cancelled};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_harness::kueue::{QUEUE, WAITING, cleanup, complete, queued_tool, suspended};
 use mcp_task_operator_harness::operator::{
-    WAIT, create_task, create_tool, poll_task, request_cancel, result_text, status_message,
-    wait_completed,
+    WAIT, create_tool, poll_task, request_cancel, result_text, status_message, wait_completed,
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
@@ -37,11 +36,7 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
         .await;
         let mut names = Vec::new();
         for _ in 0..3 {
-            names.push(
-                create_task(&client, &ns, "kueued", json!({}))
-                    .await
-                    .name_any(),
-            );
+            names.push(new_task(&client, &ns, "kueued").await);
         }
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);

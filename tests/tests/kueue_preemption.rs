@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::wait_failed;
+use common::{new_task, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
@@ -83,11 +83,9 @@ async fn a_preempted_task_that_retries_waits_for_admission_again_and_completes()
     with_temp_ns("kueue-preempt-retry", |client, ns| async move {
         set_up(&client, &ns, SLOW, json!({"retryOnDisruption": 1})).await;
         let _operator = Operator::start_leader(&ns).await;
-        let low = create_task(&client, &ns, "low", json!({})).await.name_any();
+        let low = new_task(&client, &ns, "low").await;
         poll_task(&client, &ns, &low, WAIT, |t| status_message(t) == "started").await;
-        let high = create_task(&client, &ns, "high", json!({}))
-            .await
-            .name_any();
+        let high = new_task(&client, &ns, "high").await;
         // The low one says it was preempted and waits, its Job suspended, while the high runs.
         poll_task(&client, &ns, &low, WAIT, |t| {
             status_message(t).starts_with("Preempted")

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{
-    accept_confirm, error_detail, start_operator, start_operator_with_conformance_tools,
+    accept_confirm, error_detail, new_task, start_operator, start_operator_with_conformance_tools,
     task_error, wait_failed,
 };
 use kube::ResourceExt;
@@ -228,9 +228,7 @@ exit 3"#;
 async fn an_error_message_fails_the_task_with_that_error() {
     with_temp_ns("op-protoerr", |client, ns| async move {
         let _operator = start_operator_with_conformance_tools(&client, &ns).await;
-        let name = create_task(&client, &ns, "protocol_error_job", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "protocol_error_job").await;
 
         let done = wait_failed(&client, &ns, &name).await;
         let error = task_error(&done);
@@ -262,9 +260,7 @@ head -c 600000 /dev/zero | tr '\0' a
 printf '"}]}}\n'
 sleep 2"#;
         create_tool(&client, &ns, &shell_tool("big-result", script, json!({}))).await;
-        let name = create_task(&client, &ns, "big-result", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "big-result").await;
 
         let done = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&done), "ResultTooLarge");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{error_detail, name_of, start_operator};
+use common::{error_detail, name_of, new_task, start_operator};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, EvictParams};
 use kube::{Api, Client, ResourceExt};
@@ -115,9 +115,7 @@ async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
             json!({"resources": {"limits": {"memory": "16Mi"}}}),
         );
         create_tool(&client, &ns, &hungry).await;
-        let name = create_task(&client, &ns, "hungry", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "hungry").await;
         wait_failed_as(&client, &ns, &name, "OOMKilled").await;
     })
     .await;
@@ -129,9 +127,7 @@ async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
         let _operator = start_operator(&client, &ns, &[]).await;
         let slow = shell_tool("slow", SLEEPER, json!({"activeDeadlineSeconds": 10}));
         create_tool(&client, &ns, &slow).await;
-        let name = create_task(&client, &ns, "slow", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "slow").await;
         wait_sleeping(&client, &ns, &name).await;
         wait_failed_as(&client, &ns, &name, "DeadlineExceeded").await;
     })

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{prepare_examples, task_error, wait_failed};
+use common::{new_task, prepare_examples, task_error, wait_failed};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -169,9 +169,7 @@ async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
         let mut first = Operator::start(&ns, &format!("{ns}-a"), "operator-a", &[]).await;
         first.wait_leading().await;
         let recorder = TaskRecorder::start(&client, &ns).await;
-        let name = create_task(&client, &ns, "asking", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "asking").await;
         wait_status(&client, &ns, &name, TaskStatus::InputRequired).await;
         let malformed = || async {
             events_for(&client, &ns, "McpTask", &name)
@@ -253,9 +251,7 @@ head -c 200000 /dev/zero | tr '\0' 'x'
 printf '"}}}\n'"#;
         create_tool(&client, &ns, &shell_tool("dumper", script, json!({}))).await;
         let _operator = Operator::start_leader(&ns).await;
-        let name = create_task(&client, &ns, "dumper", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "dumper").await;
         let done = wait_failed(&client, &ns, &name).await;
         let error = task_error(&done);
         assert_eq!(error.code, -32000);

@@ -8,14 +8,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{start_task_until, wait_failed};
+use common::{new_task, start_task_until, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_harness::operator::{
-    WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task, result_text,
-    shell_tool, status_message, wait_completed, wait_terminal, with_operator,
+    WAIT, assert_completed, create_tool, failure_reason, poll_task, result_text, shell_tool,
+    status_message, wait_completed, wait_terminal, with_operator,
 };
 use serde_json::json;
 
@@ -70,9 +70,7 @@ async fn a_tool_that_exits_1_is_not_run_again() {
         let spec = json!({"retryOnDisruption": 2});
         let script = "echo 'no luck'; exit 1";
         create_tool(&client, &ns, &shell_tool("exits-1", script, spec)).await;
-        let name = create_task(&client, &ns, "exits-1", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "exits-1").await;
         let done = wait_terminal(&client, &ns, &name).await;
         // The tool's own exit is its answer (an error result), never a retry.
         assert_completed(&done);
@@ -114,12 +112,8 @@ async fn a_silent_tool_fails_idle_timeout_and_a_chatty_one_completes() {
         let spec = json!({"idleTimeoutSeconds": 4});
         create_tool(&client, &ns, &shell_tool("silent", silent, spec.clone())).await;
         create_tool(&client, &ns, &shell_tool("chatty", chatty, spec)).await;
-        let quiet = create_task(&client, &ns, "silent", json!({}))
-            .await
-            .name_any();
-        let talks = create_task(&client, &ns, "chatty", json!({}))
-            .await
-            .name_any();
+        let quiet = new_task(&client, &ns, "silent").await;
+        let talks = new_task(&client, &ns, "chatty").await;
 
         let done = wait_failed(&client, &ns, &quiet).await;
         assert_eq!(failure_reason(&done), "IdleTimeout");

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{prepare_examples, start_operator, wait_failed};
+use common::{new_task, prepare_examples, start_operator, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, PostParams};
@@ -245,9 +245,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
         let signed = shell_tool("relay", script, json!({"messageNonce": true}));
         create_tool(&client, &ns, &signed).await;
         let mut first = Operator::start_leader(&ns).await;
-        let name = create_task(&client, &ns, "relay", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "relay").await;
         let started = |t: &McpTask| status_message(t) == "started";
         mcp_task_operator_harness::operator::wait_task(&client, &ns, &name, WAIT, started).await;
 

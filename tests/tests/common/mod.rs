@@ -87,10 +87,15 @@ pub async fn start_confirm_owned_by(
     id
 }
 
+/// Creates a task of `tool` without arguments; returns its name.
+pub async fn new_task(client: &Client, ns: &str, tool: &str) -> String {
+    create_task(client, ns, tool, json!({})).await.name_any()
+}
+
 /// Creates a task of `tool` without arguments and polls until its statusMessage is `message`;
 /// returns its name.
 pub async fn start_task_until(client: &Client, ns: &str, tool: &str, message: &str) -> String {
-    let name = create_task(client, ns, tool, json!({})).await.name_any();
+    let name = new_task(client, ns, tool).await;
     poll_task(client, ns, &name, WAIT, |t| status_message(t) == message).await;
     name
 }
