@@ -12,12 +12,18 @@ use common::frontend::{lookups, unauthenticated_frontend};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use mcp_task_operator_crds::{McpTask, task_id};
-use mcp_task_operator_harness::mcp_client::{PROTOCOL_VERSION, TASKS_EXTENSION, WAIT};
+use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, Reply, TASKS_EXTENSION, WAIT};
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 
 /// Refused requests sent in a row to measure what one costs.
 const REFUSALS: u32 = 300;
+
+/// Calls `slow_compute` for a minute, a task that stays active while the test runs.
+async fn call_slow(mcp: &Mcp) -> Reply {
+    mcp.call_tool("slow_compute", json!({ "seconds": 60 }))
+        .await
+}
 
 fn report(what: &str, started: Instant) {
     let each = started.elapsed() / REFUSALS;
@@ -39,9 +45,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
                     .await,
             );
         }
-        let refused = mcp
-            .call_tool("slow_compute", json!({ "seconds": 60 }))
-            .await;
+        let refused = call_slow(&mcp).await;
         assert_eq!(refused.error_code(), Some(-31002), "{}", refused.body);
         assert_eq!(
             refused.error_message(),
@@ -58,9 +62,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
 
         let started = Instant::now();
         for _ in 0..REFUSALS {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             assert_eq!(reply.error_code(), Some(-31002), "{}", reply.body);
         }
         report("tools/call (quota)", started);
@@ -74,9 +76,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
             .expect("delete a task");
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             if reply.body.get("result").is_some() {
                 break;
             }
@@ -98,9 +98,7 @@ async fn calls_faster_than_the_call_rate_are_refused_with_retry_after() {
             .await;
         let started = Instant::now();
         for _ in 0..REFUSALS {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             assert_eq!(reply.error_code(), Some(-31001), "{}", reply.body);
             assert!(reply.body["error"]["data"]["retryAfterMs"].as_u64() > Some(0));
         }
