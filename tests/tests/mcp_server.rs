@@ -7,16 +7,19 @@
 //! answer goes back to the server; a cancel reaches the server and the task ends `cancelled`;
 //! structured results and tool errors pass through.
 
+mod common;
+
 use std::time::Duration;
 
+use common::prepare_examples_blocking;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpServer, McpTool, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::start_operator;
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, answer, create_task, ensure_example_images, request_cancel,
-    result_text, wait_status, wait_task, wait_terminal,
+    Operator, TaskRecorder, answer, create_task, request_cancel, result_text, wait_status,
+    wait_task, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
@@ -32,8 +35,7 @@ fn wait_all_ready(ns: &str, kind: &str, timeout: &str) {
 }
 
 async fn start(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    block_in_place(ensure_example_images);
+    prepare_examples_blocking(client).await;
     let operator = start_operator(ns).await;
     block_in_place(|| {
         for file in [

@@ -3,17 +3,18 @@
 //! with `secretKeyRef`, `envFrom`), a writable work directory under a read-only root file
 //! system, and a per-call time limit (`activeDeadlineSeconds`).
 
+mod common;
+
 use std::time::Duration;
 
+use common::prepare_examples_blocking;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::{
     RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image, start_operator,
 };
-use mcp_task_operator_harness::operator::{
-    create_task, ensure_example_images, failure_reason, result_text, wait_task,
-};
+use mcp_task_operator_harness::operator::{create_task, failure_reason, result_text, wait_task};
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
@@ -85,8 +86,7 @@ fn result(task: &McpTask) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_reach_the_server_through_env_and_env_from() {
     with_temp_ns("mcp-server-env", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _operator = start_operator(&ns).await;
         let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &ns);
         for (name, data) in [
@@ -171,8 +171,7 @@ async fn a_server_writes_in_its_work_directory_under_a_read_only_root() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_the_servers_deadline_fails_deadline_exceeded() {
     with_temp_ns("mcp-server-deadline", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _operator = start_operator(&ns).await;
         let spec = json!({
             "tools": [{"name": "trigger-long-running-operation", "mcpName": "slow"}],

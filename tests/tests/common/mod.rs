@@ -19,6 +19,7 @@ use mcp_task_operator_harness::operator::{
     failure_reason, poll_task, status_message, wait_task_event, wait_terminal,
 };
 use serde_json::{Value, json};
+use tokio::task::block_in_place;
 
 /// The example tools of the conformance suite (`slow_compute`, `confirm_delete`, …).
 pub const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
@@ -28,6 +29,12 @@ pub const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 pub async fn prepare_examples(client: &Client) {
     ensure_crds(client).await;
     ensure_example_images();
+}
+
+/// [`prepare_examples`] for a multi-threaded test: the image import runs in `block_in_place`.
+pub async fn prepare_examples_blocking(client: &Client) {
+    ensure_crds(client).await;
+    block_in_place(ensure_example_images);
 }
 
 /// Applies the CRDs, imports the example tool images and starts the namespace's operator with
