@@ -3,10 +3,10 @@
 //! cancelled before its pod starts is `cancelled` at once; an ended task is deleted with its
 //! Job and pod when its TTL passes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-mod common;
 
 use common::{name_of, start_operator, start_operator_with_conformance_tools, wait_cancelled};
 use k8s_openapi::api::batch::v1::Job;

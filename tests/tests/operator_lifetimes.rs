@@ -4,10 +4,10 @@
 //! expires as usual; a task whose Job someone deletes fails as `JobDeleted` and gets no second
 //! Job; a task re-created under the name of a deleted one waits for the old Job to go, then runs.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-mod common;
 
 use common::start_operator_with_conformance_tools;
 use k8s_openapi::api::batch::v1::Job;
