@@ -26,13 +26,8 @@ fn reasons(events: &[mcp_task_operator_harness::operator::SeenEvent]) -> Vec<&st
 async fn a_result_message_completes_the_task_with_that_result() {
     with_temp_ns("op-result", |client, ns| async move {
         let _operator = start_operator_with_conformance_tools(&client, &ns).await;
-        let task = create_task(
-            &client,
-            &ns,
-            "slow_compute",
-            json!({"seconds": 1, "label": "quick"}),
-        )
-        .await;
+        let args = json!({"seconds": 1, "label": "quick"});
+        let task = create_task(&client, &ns, "slow_compute", args).await;
         let name = task.metadata.name.clone().expect("name");
 
         let done = wait_terminal(&client, &ns, &name).await;
@@ -72,13 +67,8 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
         )
         .await;
         let recorder = TaskRecorder::start(&client, &ns).await;
-        let task = create_task(
-            &client,
-            &ns,
-            "rust-tool",
-            json!({"steps": 4, "delayMs": 1500, "ask": "go-1"}),
-        )
-        .await;
+        let args = json!({"steps": 4, "delayMs": 1500, "ask": "go-1"});
+        let task = create_task(&client, &ns, "rust-tool", args).await;
         let name = task.metadata.name.clone().expect("name");
 
         let waiting = wait_status(&client, &ns, &name, TaskStatus::InputRequired).await;

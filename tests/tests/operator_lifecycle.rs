@@ -50,13 +50,8 @@ where
 async fn a_cooperative_tool_stops_on_cancel_and_the_task_is_cancelled() {
     with_temp_ns("op-cancel", |client, ns| async move {
         let _operator = start_operator_with_conformance_tools(&client, &ns).await;
-        let task = create_task(
-            &client,
-            &ns,
-            "slow_compute",
-            json!({"seconds": 3600, "label": "long"}),
-        )
-        .await;
+        let args = json!({"seconds": 3600, "label": "long"});
+        let task = create_task(&client, &ns, "slow_compute", args).await;
         let name = name_of(&task);
         wait_task(&client, &ns, &name, WAIT, |t| {
             status_message(t).starts_with("long: ")
