@@ -3,9 +3,9 @@
 //! that can fail for size. Each test prints the time to the terminal status it measured
 //! (`--nocapture`), the numbers in docs/RELIABILITY.md.
 
-use std::time::{Duration, Instant};
-
 mod common;
+
+use std::time::{Duration, Instant};
 
 use common::{
     assert_cancelled, assert_failed_as, error_detail, name_of, start_operator, wait_cancelled,

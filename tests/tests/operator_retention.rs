@@ -2,9 +2,9 @@
 //! `MCP_OPERATOR_FINISHED_JOB_RETENTION_SECONDS` after the task ended; the task keeps its
 //! status and result until its own TTL.
 
-use std::time::{Duration, Instant};
-
 mod common;
+
+use std::time::{Duration, Instant};
 
 use common::{name_of, start_operator};
 use k8s_openapi::api::batch::v1::Job;
