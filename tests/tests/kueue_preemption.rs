@@ -10,13 +10,13 @@ mod common;
 
 use std::time::Instant;
 
-use common::{new_task, wait_failed};
+use common::{new_task, start_task_until, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
-    result_text, status_message, wait_job_stopped, wait_terminal,
+    Operator, WAIT, assert_completed, create_tool, failure_reason, poll_task, result_text,
+    status_message, wait_completed, wait_job_stopped, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -53,11 +53,9 @@ async fn tear_down(client: &Client, ns: &str) {
 /// Starts a `low` call, waits until its tool runs, then makes a `high` call that takes its
 /// slot; returns both names once the high one has completed with its own result.
 async fn preempt(client: &Client, ns: &str) -> (String, String) {
-    let low = create_task(client, ns, "low", json!({})).await.name_any();
-    poll_task(client, ns, &low, WAIT, |t| status_message(t) == "started").await;
-    let high = create_task(client, ns, "high", json!({})).await.name_any();
-    let done = wait_terminal(client, ns, &high).await;
-    assert_completed(&done);
+    let low = start_task_until(client, ns, "low", "started").await;
+    let high = new_task(client, ns, "high").await;
+    let done = wait_completed(client, ns, &high).await;
     assert_eq!(result_text(&done), format!("done {high}"));
     (low, high)
 }

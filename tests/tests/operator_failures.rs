@@ -37,9 +37,7 @@ const SLEEPER: &str = r#"echo '{"mcp":"status","message":"sleeping"}'; sleep 600
 async fn a_sleeping_task(client: &Client, ns: &str) -> (Operator, String, String, Api<Pod>) {
     let operator = start_operator(client, ns, &[]).await;
     create_tool(client, ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
-    let name = create_task(client, ns, "sleeper", json!({}))
-        .await
-        .name_any();
+    let name = new_task(client, ns, "sleeper").await;
     let pod = wait_sleeping(client, ns, &name).await;
     (
         operator,

@@ -6,15 +6,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{name_of, start_operator};
+use common::{new_task, start_operator};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, result_text, shell_tool,
-    wait_completed,
+    Operator, WAIT, assert_completed, create_tool, result_text, shell_tool, wait_completed,
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
@@ -30,7 +29,7 @@ async fn a_completed_task(
     let operator = start_operator(client, ns, &env).await;
     let count = shell_tool("count", "echo 'all 64 SKUs'", json!({}));
     create_tool(client, ns, &count).await;
-    let name = name_of(&create_task(client, ns, "count", json!({})).await);
+    let name = new_task(client, ns, "count").await;
     let done = wait_completed(client, ns, &name).await;
     (operator, name, done)
 }
