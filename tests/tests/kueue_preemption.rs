@@ -15,8 +15,8 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_tool, failure_reason, poll_task, result_text,
-    status_message, wait_completed, wait_job_stopped, wait_terminal,
+    Operator, WAIT, create_tool, failure_reason, poll_task, result_text, status_message,
+    wait_completed, wait_job_stopped,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -92,13 +92,11 @@ async fn a_preempted_task_that_retries_waits_for_admission_again_and_completes()
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let job = jobs.get(&low).await.expect("the low task's Job");
         assert_eq!(job.spec.and_then(|s| s.suspend), Some(true));
-        let done = wait_terminal(&client, &ns, &high).await;
-        assert_completed(&done);
+        wait_completed(&client, &ns, &high).await;
 
         // Admitted again once the slot is free, it runs from the start to its own result.
         let begun = Instant::now();
-        let done = wait_terminal(&client, &ns, &low).await;
-        assert_completed(&done);
+        let done = wait_completed(&client, &ns, &low).await;
         assert_eq!(result_text(&done), format!("done {low}"));
         eprintln!("high done -> low done again: {:?}", begun.elapsed());
         tear_down(&client, &ns).await;

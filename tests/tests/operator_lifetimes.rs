@@ -18,7 +18,7 @@ use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     WAIT, assert_completed, create_task, create_task_with, failure_reason, poll_task, result_text,
-    status_message, wait_task_event,
+    status_message, wait_completed, wait_task_event,
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
@@ -232,8 +232,7 @@ async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs
         jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&release))
             .await
             .expect("release the Job");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_completed(&done);
+        let done = wait_completed(&client, &ns, &name).await;
         assert!(result_text(&done).contains("second"), "{:?}", done.status);
         let job = jobs.get(&name).await.expect("the new Job");
         let owner = job.metadata.owner_references.unwrap_or_default();

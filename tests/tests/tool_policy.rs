@@ -9,8 +9,8 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, failure_reason,
-    shell_tool, status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, shell_tool,
+    status_message, tool, tool_event, tool_ready, wait_completed, wait_task_event,
 };
 use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -103,8 +103,7 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
         // A tool the policy allows still runs.
         let task = create_task(&client, &ns, "plain", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_completed(&done);
+        wait_completed(&client, &ns, &id).await;
         for (tool, path) in &offending {
             let name = tool.metadata.name.clone().expect("name");
             let (status, reason, message) = tool_ready(&client, &ns, &name).await;
