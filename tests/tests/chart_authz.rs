@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{owner_of, static_tokens_secret};
+use common::{CONFORMANCE_TOOLS, owner_of, static_tokens_secret};
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
@@ -23,7 +23,6 @@ use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
-const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 /// Replicas and scope only: every auth value is the chart's default.
 const DEFAULT_AUTH: &[&str] = &[
     "rbac.scope=namespace",

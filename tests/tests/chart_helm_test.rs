@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::prepare_examples_blocking;
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use mcp_task_operator_harness::stack::{Release, apply_examples, install, output_text};
 use mcp_task_operator_harness::{helm, with_temp_ns};
 use tokio::task::block_in_place;
@@ -32,7 +32,7 @@ async fn helm_test_calls_a_tool_through_the_service_and_fails_when_the_caller_ma
             "test.timeoutSeconds=90",
         ];
         block_in_place(|| install(&ns, RELEASE, &test_pod));
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
 
         let (passed, text) = block_in_place(|| helm_test(&ns));
         println!("{text}");

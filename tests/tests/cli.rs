@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::prepare_examples_blocking;
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use mcp_task_operator_harness::callers::caller_token;
 use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url, output_text};
 use mcp_task_operator_harness::with_temp_ns;
@@ -157,7 +157,7 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         // The caller's ServiceAccount, bound to the chart's caller role; the plugin makes its
         // own token for the front end's audience with --service-account.
         caller_token(&client, &ns, RELEASE, CALLER).await;
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let plugin = plugin_dir();
         let url = mcp_url(port);
         let who = ["-n", &ns, "--url", &url, "--service-account", CALLER];

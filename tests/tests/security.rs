@@ -11,8 +11,8 @@
 mod common;
 
 use common::{
-    accept_confirm, error_detail, prepare_examples, start_confirm_owned_by, start_leader_with,
-    static_tokens_secret, wait_failed,
+    CONFORMANCE_TOOLS, accept_confirm, error_detail, prepare_examples, start_confirm_owned_by,
+    start_leader_with, static_tokens_secret, wait_failed,
 };
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{ListParams, PostParams};
@@ -31,7 +31,6 @@ use mcp_task_operator_harness::stack::{
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 
-const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 const RESTOCK_TOOL: &str = "examples/restock-report/mcptool.yaml";
 const WRAP_CLI_TOOL: &str = "examples/wrap-cli/mcptool.yaml";
 /// Where the kubelet mounts a ServiceAccount token.

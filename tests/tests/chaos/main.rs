@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::prepare_examples_blocking;
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
@@ -154,7 +154,7 @@ async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partitio
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
         let token = caller_token(&client, &ns, RELEASE, "chaos-client").await;
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let url = format!("http://{NODE_IP}:{port}/mcp");
         let traffic = Traffic::new(&url, Record::default()).with_token(&token);
         wait_for_tools(
