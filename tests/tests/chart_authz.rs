@@ -8,8 +8,10 @@
 //!   tokens through the token file's groups column. A refused call reads exactly like a call
 //!   of a tool that does not exist, and granting a tool takes effect without a restart.
 
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ListParams, PostParams};
+mod common;
+
+use common::{CONFORMANCE_TOOLS, owner_of, static_tokens_secret};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::callers::{
@@ -21,7 +23,6 @@ use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
-const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 /// Replicas and scope only: every auth value is the chart's default.
 const DEFAULT_AUTH: &[&str] = &[
     "rbac.scope=namespace",
@@ -106,11 +107,8 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
             .start_task("slow_compute", json!({ "seconds": 0, "label": "sa" }))
             .await;
         full.wait_status(&id, "completed").await;
-        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(
-            tasks.get(&id).await.expect("task").spec.owner,
-            format!("system:serviceaccount:{ns}:caller")
-        );
+        let username = format!("system:serviceaccount:{ns}:caller");
+        assert_eq!(owner_of(&client, &ns, &id).await, username);
 
         // Caller A may call greet only (McpTool conformance-greet).
         service_account(&client, &ns, "agent-a").await;
@@ -153,14 +151,8 @@ async fn static_token_callers_get_the_tools_rbac_grants_their_groups() {
     with_temp_ns("authz-static", |client, ns| async move {
         ensure_crds(&client).await;
         let (carol, dave) = (random_token(), random_token());
-        let mut secret = Secret::default();
-        secret.metadata.name = Some("mcp-tokens".to_owned());
         let file = format!("{carol},carol,u-carol,\"greeters,other\"\n{dave},dave,u-dave,\n");
-        secret.string_data = Some([("tokens.csv".to_owned(), file)].into());
-        Api::<Secret>::namespaced(client.clone(), &ns)
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("create the token Secret");
+        static_tokens_secret(&client, &ns, file).await;
         let _release = Release::new(&ns, "az");
         let mut sets = DEFAULT_AUTH.to_vec();
         sets.extend([

@@ -2,9 +2,11 @@
 //! front end Service in the chart's default auth (token review with an audience, RBAC on tools),
 //! and fails when the tool is not its to call.
 
-use mcp_task_operator_harness::operator::ensure_example_images;
+mod common;
+
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use mcp_task_operator_harness::stack::{Release, apply_examples, install, output_text};
-use mcp_task_operator_harness::{ensure_crds, helm, with_temp_ns};
+use mcp_task_operator_harness::{helm, with_temp_ns};
 use tokio::task::block_in_place;
 
 const RELEASE: &str = "ht";
@@ -18,8 +20,7 @@ fn helm_test(ns: &str) -> (bool, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn helm_test_calls_a_tool_through_the_service_and_fails_when_the_caller_may_not() {
     with_temp_ns("helm-test", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
         let test_pod = [
             "operator.replicaCount=1",
@@ -31,7 +32,7 @@ async fn helm_test_calls_a_tool_through_the_service_and_fails_when_the_caller_ma
             "test.timeoutSeconds=90",
         ];
         block_in_place(|| install(&ns, RELEASE, &test_pod));
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
 
         let (passed, text) = block_in_place(|| helm_test(&ns));
         println!("{text}");

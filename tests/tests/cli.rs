@@ -6,14 +6,16 @@
 //! The binary is `MTO_CLI_BIN` (`make integration` builds it); kubectl finds it on the PATH as
 //! a plugin.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use mcp_task_operator_harness::callers::caller_token;
-use mcp_task_operator_harness::operator::ensure_example_images;
 use mcp_task_operator_harness::stack::{Release, apply_examples, install, mcp_url, output_text};
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use tokio::task::block_in_place;
 
 const RELEASE: &str = "cli";
@@ -149,14 +151,13 @@ impl Drop for Terminal {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
     with_temp_ns("cli", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, &[]));
         // The caller's ServiceAccount, bound to the chart's caller role; the plugin makes its
         // own token for the front end's audience with --service-account.
         caller_token(&client, &ns, RELEASE, CALLER).await;
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let plugin = plugin_dir();
         let url = mcp_url(port);
         let who = ["-n", &ns, "--url", &url, "--service-account", CALLER];

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures::{AsyncBufReadExt, TryStreamExt};
 use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
 use kube::{
-    Api,
+    Api, Client,
     api::{ListParams, LogParams, Patch, PatchParams, PostParams},
     runtime::wait::Condition,
 };
@@ -75,25 +75,37 @@ fn pod_running() -> impl Condition<Pod> {
     }
 }
 
+/// Runs `script` in a Job `name` of `image` until it finishes (2 minutes at most): its pod and
+/// the pod's log, read through the API server.
+async fn run_job(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    image: &str,
+    script: &str,
+) -> (Pod, String) {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    jobs.create(&PostParams::default(), &job(name, image, script))
+        .await
+        .expect("create job");
+    wait_for(&jobs, name, job_finished(), Duration::from_secs(120)).await;
+    let pod = job_pod(&pods, name).await;
+    let logs = pods
+        .logs(
+            pod.metadata.name.as_deref().expect("pod has a name"),
+            &LogParams::default(),
+        )
+        .await
+        .expect("read pod logs through the API server");
+    (pod, logs)
+}
+
 #[tokio::test]
 async fn job_from_local_image_completes_and_its_logs_are_read_through_the_api() {
     with_temp_ns("smoke-job", |client, ns| async move {
-        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let script = "for i in 1 2 3; do echo line $i; done";
-        jobs.create(&PostParams::default(), &job("hello", BUSYBOX, script))
-            .await
-            .expect("create job");
-
-        wait_for(&jobs, "hello", job_finished(), Duration::from_secs(120)).await;
-        let pod = job_pod(&pods, "hello").await;
-        let logs = pods
-            .logs(
-                pod.metadata.name.as_deref().expect("pod has a name"),
-                &LogParams::default(),
-            )
-            .await
-            .expect("read pod logs through the API server");
+        let (pod, logs) = run_job(&client, &ns, "hello", BUSYBOX, script).await;
         assert_eq!(logs, "line 1\nline 2\nline 3\n");
         let exit = pod.status.and_then(|s| s.container_statuses).and_then(|c| {
             c[0].state
@@ -188,8 +200,6 @@ async fn pod_annotation_change_reaches_the_container_through_a_downward_api_volu
 #[tokio::test]
 async fn pod_reaches_the_api_server_through_the_kubernetes_service_and_nothing_else() {
     with_temp_ns("smoke-apiserver", |client, ns| async move {
-        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         // /api needs an authenticated caller, so a 200 proves the Service routes to the API
         // server, its certificate verifies against the cluster CA and the service-account
         // token is accepted. `ip route` shows the pod has no default route: the bridge subnet
@@ -200,18 +210,7 @@ async fn pod_reaches_the_api_server_through_the_kubernetes_service_and_nothing_e
             curl -sS --fail --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/token)" \
               "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api"; echo
             ip route | sed 's/^/route: /'"#;
-        jobs.create(&PostParams::default(), &job("reach-api", TOOLBOX, script))
-            .await
-            .expect("create job");
-        wait_for(&jobs, "reach-api", job_finished(), Duration::from_secs(120)).await;
-        let pod = job_pod(&pods, "reach-api").await;
-        let logs = pods
-            .logs(
-                pod.metadata.name.as_deref().expect("pod has a name"),
-                &LogParams::default(),
-            )
-            .await
-            .expect("read pod logs");
+        let (_, logs) = run_job(&client, &ns, "reach-api", TOOLBOX, script).await;
         assert!(logs.contains("service=10.96.0.1:443"), "{logs}");
         assert!(logs.contains(r#""kind": "APIVersions""#), "{logs}");
         let routes: Vec<&str> = logs.lines().filter(|l| l.starts_with("route: ")).collect();

@@ -2,6 +2,9 @@
 //! test-side status writer standing in for the operator: every task status, cancel, input,
 //! expiry, foreign owners, capability and header errors, and listen notifications.
 
+mod common;
+
+use common::start_confirm_owned_by;
 use kube::Api;
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, McpTool, task_id};
 use mcp_task_operator_harness::fixture_tools::{
@@ -269,12 +272,8 @@ async fn a_foreign_owner_gets_the_same_error_as_for_an_unknown_task() {
             .await;
         assert_eq!(anonymous.status, 401, "no token must be refused");
 
-        let id = alice
-            .start_task("confirm_delete", json!({ "filename": "x" }))
-            .await;
-        alice.wait_status(&id, "input_required").await;
+        let id = start_confirm_owned_by(&client, &ns, &alice, "x", "alice").await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(tasks.get(&id).await.expect("task").spec.owner, "alice");
 
         assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
         let _ = std::fs::remove_file(&tokens);

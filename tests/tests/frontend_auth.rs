@@ -4,7 +4,10 @@
 //! `WWW-Authenticate` pointing at the protected resource metadata, records the ServiceAccount's
 //! username as the task owner, and keeps one ServiceAccount's tasks from another.
 
+mod common;
+
 use bytes::Bytes;
+use common::start_confirm_owned_by;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
@@ -194,15 +197,9 @@ async fn tokenreview_accepts_the_audience_owns_tasks_by_service_account_and_refu
         assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
 
         // The task belongs to alice's ServiceAccount username.
-        let id = alice
-            .start_task("confirm_delete", json!({ "filename": "sa.txt" }))
-            .await;
-        alice.wait_status(&id, "input_required").await;
+        let username = format!("system:serviceaccount:{ns}:alice");
+        let id = start_confirm_owned_by(&client, &ns, &alice, "sa.txt", &username).await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(
-            tasks.get(&id).await.expect("task").spec.owner,
-            format!("system:serviceaccount:{ns}:alice")
-        );
 
         // Bob cannot tell alice's task from one that does not exist, nor touch it.
         assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;

@@ -2,8 +2,11 @@
 //! are never served again, and a replica whose watch lags never shows a client an older
 //! status than another replica did.
 
+mod common;
+
 use std::time::Duration;
 
+use common::frontend::two_replicas;
 use kube::Api;
 use kube::api::ListParams;
 use mcp_task_operator_crds::McpTask;
@@ -18,13 +21,7 @@ use serde_json::json;
 async fn deleting_tasks_ends_listens_and_waits_and_no_replica_serves_them() {
     with_temp_ns("fe-cache-delete", |client, ns| async move {
         let _writer = serve_fixtures(&client, &ns).await;
-        let (one, other) = (
-            Frontend::start(&ns, &[]).await,
-            Frontend::start(&ns, &[]).await,
-        );
-        let (a, b) = (Mcp::new(&one.url), Mcp::new(&other.url));
-        a.wait_for_tools(&FIXTURE_TOOLS).await;
-        b.wait_for_tools(&FIXTURE_TOOLS).await;
+        let ((_one, a), (_other, b)) = two_replicas(&ns).await;
 
         // A task created on one replica, listened to on the other.
         let listened = a

@@ -5,36 +5,20 @@
 //! answered from the cache without reads; concurrent polls share confirm reads. Counts come
 //! from `mcp_frontend_task_lookups_total`; nothing is timed.
 
+mod common;
+
+use common::frontend::{lookups, unauthenticated_frontend};
 use futures::future::join_all;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_harness::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
-use mcp_task_operator_harness::frontend::Frontend;
-use mcp_task_operator_harness::mcp_client::Mcp;
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
-
-async fn start(client: &kube::Client, ns: &str) -> (Frontend, Mcp) {
-    ensure_crds(client).await;
-    apply_tools(client, ns, FIXTURE_MANIFEST).await;
-    mark_tools_ready(client, ns).await;
-    let env = [("AUTH_MODE", "none"), ("ALLOW_UNAUTHENTICATED", "true")];
-    let frontend = Frontend::start(ns, &env).await;
-    let mcp = Mcp::new(&frontend.url);
-    mcp.wait_for_tools(&["slow_compute"]).await;
-    (frontend, mcp)
-}
-
-async fn lookups(frontend: &Frontend, source: &str) -> u64 {
-    let series = format!("mcp_frontend_task_lookups_total{{source=\"{source}\"}}");
-    frontend.counter(&series).await
-}
 
 #[tokio::test]
 async fn polls_see_a_new_state_at_once_and_terminal_ones_cost_no_reads() {
     with_temp_ns("fe-fastget", |client, ns| async move {
-        let (frontend, mcp) = start(&client, &ns).await;
+        let (frontend, mcp) = unauthenticated_frontend(&client, &ns, &[]).await;
         let id = mcp
             .start_task("slow_compute", json!({ "seconds": 60 }))
             .await;

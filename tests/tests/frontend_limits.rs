@@ -4,37 +4,25 @@
 //! while unknown IDs cost one API read each, not one per request. Each test also prints what
 //! a refusal costs (no timing is asserted).
 
+mod common;
+
 use std::time::Instant;
 
+use common::frontend::{lookups, unauthenticated_frontend};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use mcp_task_operator_crds::{McpTask, task_id};
-use mcp_task_operator_harness::fixture_tools::{FIXTURE_MANIFEST, apply_tools, mark_tools_ready};
-use mcp_task_operator_harness::frontend::Frontend;
-use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, TASKS_EXTENSION, WAIT};
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, Reply, TASKS_EXTENSION, WAIT};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 
 /// Refused requests sent in a row to measure what one costs.
 const REFUSALS: u32 = 300;
 
-/// The fixture tools, Ready, in `ns`, and a front end for it with `env` (plus no auth).
-async fn start(client: &kube::Client, ns: &str, env: &[(&str, &str)]) -> (Frontend, Mcp) {
-    ensure_crds(client).await;
-    apply_tools(client, ns, FIXTURE_MANIFEST).await;
-    mark_tools_ready(client, ns).await;
-    let mut all = vec![("AUTH_MODE", "none"), ("ALLOW_UNAUTHENTICATED", "true")];
-    all.extend_from_slice(env);
-    let frontend = Frontend::start(ns, &all).await;
-    let mcp = Mcp::new(&frontend.url);
-    mcp.wait_for_tools(&["slow_compute"]).await;
-    (frontend, mcp)
-}
-
-/// `mcp_frontend_task_lookups_total{source}` (0 before the first such lookup).
-async fn lookups(frontend: &Frontend, source: &str) -> u64 {
-    let series = format!("mcp_frontend_task_lookups_total{{source=\"{source}\"}}");
-    frontend.counter(&series).await
+/// Calls `slow_compute` for a minute, a task that stays active while the test runs.
+async fn call_slow(mcp: &Mcp) -> Reply {
+    mcp.call_tool("slow_compute", json!({ "seconds": 60 }))
+        .await
 }
 
 fn report(what: &str, started: Instant) {
@@ -49,7 +37,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
             ("MAX_ACTIVE_TASKS_PER_CALLER", "3"),
             ("CALL_RATE_PER_SECOND", "0"),
         ];
-        let (_frontend, mcp) = start(&client, &ns, &env).await;
+        let (_frontend, mcp) = unauthenticated_frontend(&client, &ns, &env).await;
         let mut ids = Vec::new();
         for _ in 0..3 {
             ids.push(
@@ -57,9 +45,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
                     .await,
             );
         }
-        let refused = mcp
-            .call_tool("slow_compute", json!({ "seconds": 60 }))
-            .await;
+        let refused = call_slow(&mcp).await;
         assert_eq!(refused.error_code(), Some(-31002), "{}", refused.body);
         assert_eq!(
             refused.error_message(),
@@ -76,9 +62,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
 
         let started = Instant::now();
         for _ in 0..REFUSALS {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             assert_eq!(reply.error_code(), Some(-31002), "{}", reply.body);
         }
         report("tools/call (quota)", started);
@@ -92,9 +76,7 @@ async fn calls_past_the_active_task_quota_create_nothing_until_a_task_goes() {
             .expect("delete a task");
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             if reply.body.get("result").is_some() {
                 break;
             }
@@ -111,14 +93,12 @@ async fn calls_faster_than_the_call_rate_are_refused_with_retry_after() {
     with_temp_ns("fe-limits", |client, ns| async move {
         // One call per 1000 s: no refill while the test runs, however slow the machine.
         let env = [("CALL_RATE_PER_SECOND", "0.001"), ("CALL_BURST", "1")];
-        let (_frontend, mcp) = start(&client, &ns, &env).await;
+        let (_frontend, mcp) = unauthenticated_frontend(&client, &ns, &env).await;
         mcp.start_task("slow_compute", json!({ "seconds": 60 }))
             .await;
         let started = Instant::now();
         for _ in 0..REFUSALS {
-            let reply = mcp
-                .call_tool("slow_compute", json!({ "seconds": 60 }))
-                .await;
+            let reply = call_slow(&mcp).await;
             assert_eq!(reply.error_code(), Some(-31001), "{}", reply.body);
             assert!(reply.body["error"]["data"]["retryAfterMs"].as_u64() > Some(0));
         }
@@ -146,7 +126,7 @@ fn listen_body(task_ids: &[String]) -> Value {
 #[tokio::test]
 async fn listen_bounds_task_ids_before_lookups_and_reads_each_unknown_id_once() {
     with_temp_ns("fe-limits", |client, ns| async move {
-        let (frontend, mcp) = start(&client, &ns, &[]).await;
+        let (frontend, mcp) = unauthenticated_frontend(&client, &ns, &[]).await;
         let headers = [("mcp-method", "subscriptions/listen".to_owned())];
         // As many as fit in the 1 MiB body limit (39-character IDs, 42 bytes each as JSON).
         let many: Vec<String> = (0..20_000).map(|_| task_id::generate()).collect();

@@ -1,8 +1,11 @@
 //! Two real front end processes against the same cluster: any replica serves any task, and a
 //! replica killed with SIGKILL mid-poll loses nothing.
 
+mod common;
+
 use std::time::Duration;
 
+use common::frontend::two_replicas;
 use mcp_task_operator_harness::fixture_tools::{FIXTURE_TOOLS, serve_fixtures};
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::{Mcp, WAIT};
@@ -13,14 +16,7 @@ use serde_json::json;
 async fn a_task_created_on_one_replica_is_served_by_the_other() {
     with_temp_ns("frontend-replicas", |client, ns| async move {
         let _writer = serve_fixtures(&client, &ns).await;
-        let (one, other) = (
-            Frontend::start(&ns, &[]).await,
-            Frontend::start(&ns, &[]).await,
-        );
-        let a = Mcp::new(&one.url);
-        let b = Mcp::new(&other.url);
-        a.wait_for_tools(&FIXTURE_TOOLS).await;
-        b.wait_for_tools(&FIXTURE_TOOLS).await;
+        let ((_one, a), (_other, b)) = two_replicas(&ns).await;
 
         // Read at once on the other replica: its cache may not have the task yet.
         let id = a

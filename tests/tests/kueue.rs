@@ -4,23 +4,21 @@
 //! suspended Jobs, then run in turn, each ending with its own result; a waiting task can be
 //! cancelled.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::{new_task, start_operator_with_queues, start_task_until, wait_cancelled};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
-use mcp_task_operator_harness::kueue::{
-    QUEUE, WAITING, cleanup, complete, queued_tool, queues, suspended,
-};
-use mcp_task_operator_harness::operator::Operator;
+use mcp_task_operator_harness::kueue::{QUEUE, WAITING, cleanup, complete, queued_tool, suspended};
 use mcp_task_operator_harness::operator::{
-    WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel, result_text,
-    status_message, wait_terminal,
+    WAIT, create_tool, poll_task, request_cancel, result_text, status_message, wait_completed,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
 /// Runs about two seconds, then returns its task ID.
@@ -29,9 +27,7 @@ const BRIEF: &str = r#"sleep 2; echo "{\"mcp\":\"result\",\"result\":{\"content\
 #[tokio::test]
 async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
     with_temp_ns("kueue-order", |client, ns| async move {
-        ensure_crds(&client).await;
-        queues(&client, &ns, json!({})).await;
-        let _operator = Operator::start_leader(&ns).await;
+        let _operator = start_operator_with_queues(&client, &ns).await;
         create_tool(
             &client,
             &ns,
@@ -40,11 +36,7 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
         .await;
         let mut names = Vec::new();
         for _ in 0..3 {
-            names.push(
-                create_task(&client, &ns, "kueued", json!({}))
-                    .await
-                    .name_any(),
-            );
+            names.push(new_task(&client, &ns, "kueued").await);
         }
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -119,8 +111,7 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         for name in &names {
-            let done = wait_terminal(&client, &ns, name).await;
-            assert_completed(&done);
+            let done = wait_completed(&client, &ns, name).await;
             assert_eq!(result_text(&done), format!("done {name}"));
         }
         eprintln!("Kueue: Job complete -> next Job's pod (polled every 50 ms): {slot_to_pod:?}");
@@ -132,19 +123,14 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
 #[tokio::test]
 async fn a_task_waiting_for_admission_can_be_cancelled() {
     with_temp_ns("kueue-cancel", |client, ns| async move {
-        ensure_crds(&client).await;
-        queues(&client, &ns, json!({})).await;
-        let _operator = Operator::start_leader(&ns).await;
+        let _operator = start_operator_with_queues(&client, &ns).await;
         let until_cancelled = r#"echo '{"mcp":"status","message":"started"}'; while [ ! -s /var/run/mcp/cancel-requested ]; do sleep 0.2; done"#;
         create_tool(&client, &ns, &queued_tool("held", until_cancelled, json!({}))).await;
-        let first = create_task(&client, &ns, "held", json!({})).await.name_any();
-        poll_task(&client, &ns, &first, WAIT, |t| status_message(t) == "started").await;
-        let waiting = create_task(&client, &ns, "held", json!({})).await.name_any();
-        poll_task(&client, &ns, &waiting, WAIT, |t| status_message(t) == WAITING).await;
+        let first = start_task_until(&client, &ns, "held", "started").await;
+        let waiting = start_task_until(&client, &ns, "held", WAITING).await;
 
         request_cancel(&client, &ns, &waiting).await;
-        let done = wait_terminal(&client, &ns, &waiting).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{:?}", done.status);
+        wait_cancelled(&client, &ns, &waiting).await;
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();
         while jobs.get_opt(&waiting).await.expect("get Job").is_some() {
@@ -152,8 +138,7 @@ async fn a_task_waiting_for_admission_can_be_cancelled() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         request_cancel(&client, &ns, &first).await;
-        let done = wait_terminal(&client, &ns, &first).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{:?}", done.status);
+        wait_cancelled(&client, &ns, &first).await;
         cleanup(&client, &ns).await;
     })
     .await;

@@ -6,15 +6,17 @@
 //! call again; a tool with `retryOnDisruption` waits for admission again and then runs to its
 //! own result.
 
+mod common;
+
 use std::time::Instant;
 
+use common::{new_task, start_task_until, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
-use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
+use kube::{Api, Client};
 use mcp_task_operator_harness::kueue::{apply, cleanup, delete, queued_tool, queues};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task,
-    result_text, status_message, wait_job_stopped, wait_terminal,
+    Operator, WAIT, create_tool, failure_reason, poll_task, result_text, status_message,
+    wait_completed, wait_job_stopped,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
@@ -51,11 +53,9 @@ async fn tear_down(client: &Client, ns: &str) {
 /// Starts a `low` call, waits until its tool runs, then makes a `high` call that takes its
 /// slot; returns both names once the high one has completed with its own result.
 async fn preempt(client: &Client, ns: &str) -> (String, String) {
-    let low = create_task(client, ns, "low", json!({})).await.name_any();
-    poll_task(client, ns, &low, WAIT, |t| status_message(t) == "started").await;
-    let high = create_task(client, ns, "high", json!({})).await.name_any();
-    let done = wait_terminal(client, ns, &high).await;
-    assert_completed(&done);
+    let low = start_task_until(client, ns, "low", "started").await;
+    let high = new_task(client, ns, "high").await;
+    let done = wait_completed(client, ns, &high).await;
     assert_eq!(result_text(&done), format!("done {high}"));
     (low, high)
 }
@@ -67,8 +67,7 @@ async fn a_preempted_task_that_does_not_retry_fails_preempted_and_never_runs_aga
         let _operator = Operator::start_leader(&ns).await;
         let (low, _) = preempt(&client, &ns).await;
 
-        let done = wait_terminal(&client, &ns, &low).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &low).await;
         assert_eq!(failure_reason(&done), "Preempted", "{:?}", done.status);
         // Its Job goes, so the queue cannot admit the call a second time.
         wait_job_stopped(&client, &ns, &low).await;
@@ -82,11 +81,9 @@ async fn a_preempted_task_that_retries_waits_for_admission_again_and_completes()
     with_temp_ns("kueue-preempt-retry", |client, ns| async move {
         set_up(&client, &ns, SLOW, json!({"retryOnDisruption": 1})).await;
         let _operator = Operator::start_leader(&ns).await;
-        let low = create_task(&client, &ns, "low", json!({})).await.name_any();
+        let low = new_task(&client, &ns, "low").await;
         poll_task(&client, &ns, &low, WAIT, |t| status_message(t) == "started").await;
-        let high = create_task(&client, &ns, "high", json!({}))
-            .await
-            .name_any();
+        let high = new_task(&client, &ns, "high").await;
         // The low one says it was preempted and waits, its Job suspended, while the high runs.
         poll_task(&client, &ns, &low, WAIT, |t| {
             status_message(t).starts_with("Preempted")
@@ -95,13 +92,11 @@ async fn a_preempted_task_that_retries_waits_for_admission_again_and_completes()
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let job = jobs.get(&low).await.expect("the low task's Job");
         assert_eq!(job.spec.and_then(|s| s.suspend), Some(true));
-        let done = wait_terminal(&client, &ns, &high).await;
-        assert_completed(&done);
+        wait_completed(&client, &ns, &high).await;
 
         // Admitted again once the slot is free, it runs from the start to its own result.
         let begun = Instant::now();
-        let done = wait_terminal(&client, &ns, &low).await;
-        assert_completed(&done);
+        let done = wait_completed(&client, &ns, &low).await;
         assert_eq!(result_text(&done), format!("done {low}"));
         eprintln!("high done -> low done again: {:?}", begun.elapsed());
         tear_down(&client, &ns).await;

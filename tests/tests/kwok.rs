@@ -19,7 +19,7 @@ use mcp_task_operator_harness::kwok::{
 };
 use mcp_task_operator_harness::operator::{
     WAIT, create_task, create_tool, failure_reason, poll_task, result_text, status_message, tool,
-    wait_completed, wait_task_event, with_operator,
+    wait_completed, wait_job_stopped, wait_task_event, with_operator,
 };
 use mcp_task_operator_harness::{wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -380,20 +380,7 @@ async fn a_task_whose_node_is_lost_fails_as_node_lost() {
             "{events:#?}"
         );
         // The Job is stopped: nothing runs the call again elsewhere.
-        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-        let begun = Instant::now();
-        while jobs
-            .get_opt(&name)
-            .await
-            .expect("get job")
-            .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
-        {
-            assert!(
-                begun.elapsed() < WAIT,
-                "the Job of the lost task was not deleted"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_job_stopped(&client, &ns, &name).await;
     })
     .await;
 }

@@ -9,11 +9,14 @@
 //! mean memory of the first and last thirds with a verdict; writes the samples to
 //! `$CARGO_TARGET_DIR/load/`. Figures only: nothing here is a timed assertion.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use common::prepare_examples_blocking;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
@@ -21,10 +24,9 @@ use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::callers::caller_token;
 use mcp_task_operator_harness::faults::{component_pid, find_container_pid, pods_ready, rss_kib};
 use mcp_task_operator_harness::fixture_tools::apply_tool;
-use mcp_task_operator_harness::operator::ensure_example_images;
 use mcp_task_operator_harness::stack::{NODE_IP, Release, TWO_REPLICAS, install};
 use mcp_task_operator_harness::traffic::{Record, Traffic, percentile, wait_for_tools};
-use mcp_task_operator_harness::{chart_dir, ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::{chart_dir, with_temp_ns};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -65,8 +67,7 @@ async fn mixed_load_keeps_errors_latency_and_memory_in_bounds() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(6);
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
         let token = caller_token(&client, &ns, RELEASE, "load-client").await;

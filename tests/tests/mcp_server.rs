@@ -7,16 +7,19 @@
 //! answer goes back to the server; a cancel reaches the server and the task ends `cancelled`;
 //! structured results and tool errors pass through.
 
+mod common;
+
 use std::time::Duration;
 
+use common::prepare_examples_blocking;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpServer, McpTool, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::start_operator;
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, answer, create_task, ensure_example_images, request_cancel,
-    result_text, wait_status, wait_task, wait_terminal,
+    Operator, TaskRecorder, answer, create_task, request_cancel, result_text, wait_status,
+    wait_task, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
@@ -25,9 +28,14 @@ use tokio::task::block_in_place;
 /// Longest a server's discovery (image start, initialize, tools/list) may take here.
 const DISCOVERY: &str = "--timeout=180s";
 
+/// Waits (`kubectl wait`, within `timeout`) until every object of `kind` in `ns` is Ready.
+fn wait_all_ready(ns: &str, kind: &str, timeout: &str) {
+    let condition = "--for=condition=Ready";
+    kubectl_ok(&["wait", "-n", ns, condition, kind, "--all", timeout]);
+}
+
 async fn start(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    block_in_place(ensure_example_images);
+    prepare_examples_blocking(client).await;
     let operator = start_operator(ns).await;
     block_in_place(|| {
         for file in [
@@ -39,24 +47,8 @@ async fn start(client: &Client, ns: &str) -> Operator {
                 .join(file);
             kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().expect("UTF-8 path")]);
         }
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            ns,
-            "--for=condition=Ready",
-            "mcpserver",
-            "--all",
-            DISCOVERY,
-        ]);
-        kubectl_ok(&[
-            "wait",
-            "-n",
-            ns,
-            "--for=condition=Ready",
-            "mcptool",
-            "--all",
-            "--timeout=60s",
-        ]);
+        wait_all_ready(ns, "mcpserver", DISCOVERY);
+        wait_all_ready(ns, "mcptool", "--timeout=60s");
     });
     operator
 }

@@ -3,17 +3,18 @@
 //! with `secretKeyRef`, `envFrom`), a writable work directory under a read-only root file
 //! system, and a per-call time limit (`activeDeadlineSeconds`).
 
+mod common;
+
 use std::time::Duration;
 
+use common::prepare_examples_blocking;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::{
     RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image, start_operator,
 };
-use mcp_task_operator_harness::operator::{
-    create_task, ensure_example_images, failure_reason, result_text, wait_task,
-};
+use mcp_task_operator_harness::operator::{create_task, failure_reason, result_text, wait_task};
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
@@ -36,6 +37,38 @@ fn container_security() -> Value {
     })
 }
 
+/// An McpServer of the server-everything image at the restricted level: `spec` adds to its spec
+/// (the tools it offers), `container` to its one container.
+fn everything_server(name: &str, spec: Value, container: Value) -> Value {
+    let mut server = json!({
+        "name": "server",
+        "image": "localhost/server-everything:2026.8.31",
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["node", "/app/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
+        "securityContext": container_security(),
+    });
+    add_fields(&mut server, container);
+    let mut server_spec = json!({"template": {"spec": {
+        "automountServiceAccountToken": false,
+        "securityContext": pod_security(),
+        "containers": [server],
+    }}});
+    add_fields(&mut server_spec, spec);
+    json!({
+        "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
+        "metadata": {"name": name},
+        "spec": server_spec,
+    })
+}
+
+/// Adds the fields of the object `fields` to the object `to`.
+fn add_fields(to: &mut Value, fields: Value) {
+    let (Value::Object(to), Value::Object(fields)) = (to, fields) else {
+        panic!("two JSON objects");
+    };
+    to.extend(fields);
+}
+
 async fn call(client: &Client, ns: &str, tool: &str, arguments: Value) -> McpTask {
     let task = create_task(client, ns, tool, arguments).await;
     let name = task.metadata.name.expect("a task name");
@@ -53,8 +86,7 @@ fn result(task: &McpTask) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_reach_the_server_through_env_and_env_from() {
     with_temp_ns("mcp-server-env", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _operator = start_operator(&ns).await;
         let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &ns);
         for (name, data) in [
@@ -68,27 +100,12 @@ async fn secrets_reach_the_server_through_env_and_env_from() {
             .expect("a Secret");
             secrets.create(&PostParams::default(), &secret).await.expect("create the Secret");
         }
-        apply_ready(&client, &ns, json!({
-            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
-            "metadata": {"name": "everything-env"},
-            "spec": {
-                "tools": [{"name": "get-env", "mcpName": "env_get"}],
-                "template": {"spec": {
-                    "automountServiceAccountToken": false,
-                    "securityContext": pod_security(),
-                    "containers": [{
-                        "name": "server",
-                        "image": "localhost/server-everything:2026.8.31",
-                        "imagePullPolicy": "IfNotPresent",
-                        "command": ["node", "/app/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
-                        "env": [{"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api-key", "key": "token"}}}],
-                        "envFrom": [{"secretRef": {"name": "more-settings"}}],
-                        "securityContext": container_security(),
-                    }],
-                }},
-            },
-        }))
-        .await;
+        let env = json!({
+            "env": [{"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api-key", "key": "token"}}}],
+            "envFrom": [{"secretRef": {"name": "more-settings"}}],
+        });
+        let tools = json!({"tools": [{"name": "get-env", "mcpName": "env_get"}]});
+        apply_ready(&client, &ns, everything_server("everything-env", tools, env)).await;
 
         let done = call(&client, &ns, "env_get", json!({})).await;
         assert_eq!(done.task_status(), TaskStatus::Completed, "{:?}", done.status);
@@ -154,36 +171,33 @@ async fn a_server_writes_in_its_work_directory_under_a_read_only_root() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_the_servers_deadline_fails_deadline_exceeded() {
     with_temp_ns("mcp-server-deadline", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _operator = start_operator(&ns).await;
-        apply_ready(&client, &ns, json!({
-            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
-            "metadata": {"name": "everything-slow"},
-            "spec": {
-                "tools": [{"name": "trigger-long-running-operation", "mcpName": "slow"}],
-                "activeDeadlineSeconds": 20,
-                "template": {"spec": {
-                    "automountServiceAccountToken": false,
-                    "securityContext": pod_security(),
-                    "containers": [{
-                        "name": "server",
-                        "image": "localhost/server-everything:2026.8.31",
-                        "imagePullPolicy": "IfNotPresent",
-                        "command": ["node", "/app/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
-                        "securityContext": container_security(),
-                    }],
-                }},
-            },
-        }))
+        let spec = json!({
+            "tools": [{"name": "trigger-long-running-operation", "mcpName": "slow"}],
+            "activeDeadlineSeconds": 20,
+        });
+        apply_ready(
+            &client,
+            &ns,
+            everything_server("everything-slow", spec, json!({})),
+        )
         .await;
         let tools: Api<mcp_task_operator_crds::McpTool> = Api::namespaced(client.clone(), &ns);
-        let tool = tools.get("everything-slow-trigger-long-running-operation").await.expect("the offered McpTool");
+        let tool = tools
+            .get("everything-slow-trigger-long-running-operation")
+            .await
+            .expect("the offered McpTool");
         assert_eq!(tool.spec.active_deadline_seconds, Some(20));
 
         let done = call(&client, &ns, "slow", json!({"duration": 600, "steps": 600})).await;
         assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
-        assert_eq!(failure_reason(&done), "DeadlineExceeded", "{:?}", done.status);
+        assert_eq!(
+            failure_reason(&done),
+            "DeadlineExceeded",
+            "{:?}",
+            done.status
+        );
     })
     .await;
 }

@@ -4,12 +4,14 @@
 //! image, their tools appear in `tools/list` with the servers' own schemas, and the official
 //! Python and TypeScript SDK clients, and a raw client, call them as tasks and plainly.
 
+mod common;
+
+use common::prepare_examples_blocking;
 use mcp_task_operator_harness::callers::caller_token;
 use mcp_task_operator_harness::clients::{run_restock_report, run_restock_report_ts};
 use mcp_task_operator_harness::mcp_client::{Mcp, framed};
-use mcp_task_operator_harness::operator::ensure_example_images;
 use mcp_task_operator_harness::stack::{Release, install, mcp_url, wait_tools_ready};
-use mcp_task_operator_harness::{chart_dir, ensure_crds, kubectl_ok, with_temp_ns};
+use mcp_task_operator_harness::{chart_dir, kubectl_ok, with_temp_ns};
 use serde_json::json;
 use tokio::task::block_in_place;
 
@@ -18,8 +20,7 @@ const RELEASE: &str = "servers";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_call_real_mcp_servers_as_tasks_through_the_chart() {
     with_temp_ns("mcp-server-stack", |client, ns| async move {
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, &["operator.replicaCount=1", "frontend.replicaCount=1"]));
         let token = caller_token(&client, &ns, RELEASE, "server-caller").await;

@@ -4,14 +4,16 @@
 //! tasks by reason (its own reasons apart from a tool's own error), observes how long work ran
 //! after a cancel request, and reports stored tasks by status (every status, 0 included).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_crds::TaskStatus;
+use common::{start_operator, wait_cancelled, wait_failed};
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    request_cancel, shell_tool, wait_task, wait_terminal,
+    Operator, WAIT, create_task, create_tool, failure_reason, request_cancel, shell_tool,
+    wait_task, wait_terminal,
 };
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
@@ -105,9 +107,7 @@ async fn the_front_end_counts_tasks_get_by_outcome_and_tool_calls_by_tool() {
 #[tokio::test]
 async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_status() {
     with_temp_ns("metrics-op", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        let operator = Operator::start_leader(&ns).await;
+        let operator = start_operator(&client, &ns, &[]).await;
         let not_found = r#"mcp_operator_task_failures_total{reason="ToolNotFound"}"#;
         let tool_error = r#"mcp_operator_task_failures_total{reason="ToolError"}"#;
         let oom = r#"mcp_operator_task_failures_total{reason="OOMKilled"}"#;
@@ -128,8 +128,7 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
         create_tool(&client, &ns, &shell_tool("fails", script, json!({}))).await;
         let task = create_task(&client, &ns, "fails", json!({})).await;
         let name = task.metadata.name.clone().expect("name");
-        let failed = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        wait_failed(&client, &ns, &name).await;
         let text = wait_sample(&operator, tool_error, 1.0).await;
         assert_eq!(sample(&text, oom), 0.0, "{text}");
         assert_eq!(sample(&text, not_found), 1.0, "{text}");
@@ -144,8 +143,7 @@ async fn the_operator_counts_failures_by_reason_work_after_cancel_and_tasks_by_s
         })
         .await;
         request_cancel(&client, &ns, &name).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
+        wait_cancelled(&client, &ns, &name).await;
         let text = wait_sample(&operator, cancels, 1.0).await;
         // It ran at least its grace period after the request.
         let ran = sample(&text, "mcp_operator_cancel_stop_seconds_sum");

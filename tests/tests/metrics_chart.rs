@@ -4,14 +4,16 @@
 //! every query names only metrics that the real operator and front end export (read from their
 //! live /metrics). Both objects are absent by default.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
+use common::helm::of_kind;
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::operator::Operator;
-use mcp_task_operator_harness::{KUBE_VERSION, chart_dir, ensure_crds, helm, with_temp_ns};
-use serde::Deserialize;
+use mcp_task_operator_harness::{chart_dir, ensure_crds, with_temp_ns};
 use serde_json::Value;
 
 /// The namespace the promtool unit tests expect the rules rendered for.
@@ -19,33 +21,7 @@ const RULES_NS: &str = "mto";
 
 /// `helm template` of the chart in `ns` with `--set` values, as JSON documents.
 fn render(ns: &str, sets: &[&str]) -> Vec<Value> {
-    let chart = chart_dir();
-    let mut args = vec![
-        "template",
-        "r",
-        chart.to_str().expect("UTF-8 path"),
-        "-n",
-        ns,
-        "--kube-version",
-        KUBE_VERSION,
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let out = helm(&args);
-    assert!(
-        out.status.success(),
-        "helm {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_yaml::Deserializer::from_str(&String::from_utf8_lossy(&out.stdout))
-        .map(|doc| Value::deserialize(doc).expect("helm renders YAML"))
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    docs.iter().filter(|d| d["kind"] == kind).collect()
+    common::helm::render("r", Some(ns), sets)
 }
 
 /// Both monitoring objects, rendered on.

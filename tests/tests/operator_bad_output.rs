@@ -7,9 +7,11 @@
 //! `operator_contract.rs` covers the single cases (a 600 KB result, capped warnings); this table
 //! is the bad-input section of docs/RELIABILITY.md.
 
+mod common;
+
 use std::time::Duration;
 
-use kube::ResourceExt;
+use common::new_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     TaskRecorder, create_task, create_tool, ensure_example_images, events_for, failure_reason,
@@ -314,9 +316,7 @@ async fn bad_tool_output_ends_each_task_as_the_contract_says_and_the_operator_st
         assert!(rss < 512 * 1024, "operator RSS {rss} KiB");
         let ok = r#"echo '{"mcp":"result","result":{"content":[{"type":"text","text":"ok"}]}}'"#;
         create_tool(&client, &ns, &shell_tool("normal", ok, json!({}))).await;
-        let name = create_task(&client, &ns, "normal", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "normal").await;
         let done = wait_task(&client, &ns, &name, ROW_WAIT, McpTask::is_terminal).await;
         assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
         assert_eq!(result_text(&done), "ok");

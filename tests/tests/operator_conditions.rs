@@ -2,6 +2,9 @@
 //! `McpTask` returns when the task completes (`Succeeded=True`) or fails
 //! (`Succeeded=False`), as it does for a Tekton TaskRun.
 
+mod common;
+
+use common::CONFORMANCE_TOOLS;
 use kube::Api;
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::kubectl;
@@ -22,7 +25,7 @@ fn wait_for(ns: &str, condition: &str, name: &str) -> std::process::Output {
 async fn kubectl_wait_for_succeeded_returns_when_a_task_ends() {
     with_operator("op-conditions", async |client, ns, _| {
         ensure_example_images();
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
         let args = json!({"seconds": 3, "label": "wait"});
         let done = create_task(&client, &ns, "slow_compute", args).await;
         let failing = create_task(&client, &ns, "protocol_error_job", json!({})).await;

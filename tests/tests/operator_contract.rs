@@ -2,24 +2,21 @@
 //! locally built tool images (the sh example tools, inline busybox scripts and a Rust tool),
 //! asserting each task's final status, message, result or error, and its Events.
 
+mod common;
+
+use common::{
+    accept_confirm, error_detail, new_task, start_operator, start_operator_with_conformance_tools,
+    task_error, wait_failed,
+};
 use kube::ResourceExt;
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
-    ANSWERED_ONCE, Operator, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools,
-    create_task, create_tool, ensure_example_images, ensure_rust_tool_image, events_for,
-    failure_reason, result_is_error, result_text, shell_tool, status_message, tool, wait_completed,
-    wait_status, wait_task_event, wait_terminal,
+    ANSWERED_ONCE, RUST_TOOL_IMAGE, TaskRecorder, answer, apply_example_tools, create_task,
+    create_tool, ensure_rust_tool_image, events_for, failure_reason, result_is_error, result_text,
+    shell_tool, status_message, tool, wait_completed, wait_status, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
-
-const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
-
-async fn setup(client: &kube::Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    Operator::start_leader(ns).await
-}
 
 fn reasons(events: &[mcp_task_operator_harness::operator::SeenEvent]) -> Vec<&str> {
     events.iter().map(|e| e.reason.as_str()).collect()
@@ -28,15 +25,9 @@ fn reasons(events: &[mcp_task_operator_harness::operator::SeenEvent]) -> Vec<&st
 #[tokio::test]
 async fn a_result_message_completes_the_task_with_that_result() {
     with_temp_ns("op-result", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
-        let task = create_task(
-            &client,
-            &ns,
-            "slow_compute",
-            json!({"seconds": 1, "label": "quick"}),
-        )
-        .await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
+        let args = json!({"seconds": 1, "label": "quick"});
+        let task = create_task(&client, &ns, "slow_compute", args).await;
         let name = task.metadata.name.clone().expect("name");
 
         let done = wait_terminal(&client, &ns, &name).await;
@@ -68,7 +59,7 @@ async fn a_result_message_completes_the_task_with_that_result() {
 async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result() {
     ensure_rust_tool_image(env!("CARGO_BIN_EXE_rust-tool"));
     with_temp_ns("op-rust", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         create_tool(
             &client,
             &ns,
@@ -76,13 +67,8 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
         )
         .await;
         let recorder = TaskRecorder::start(&client, &ns).await;
-        let task = create_task(
-            &client,
-            &ns,
-            "rust-tool",
-            json!({"steps": 4, "delayMs": 1500, "ask": "go-1"}),
-        )
-        .await;
+        let args = json!({"steps": 4, "delayMs": 1500, "ask": "go-1"});
+        let task = create_task(&client, &ns, "rust-tool", args).await;
         let name = task.metadata.name.clone().expect("name");
 
         let waiting = wait_status(&client, &ns, &name, TaskStatus::InputRequired).await;
@@ -131,8 +117,7 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
 #[tokio::test]
 async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resumes() {
     with_temp_ns("op-input", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         let recorder = TaskRecorder::start(&client, &ns).await;
         let name = create_task(&client, &ns, "confirm_delete", json!({"filename": "x.txt"}))
             .await
@@ -145,13 +130,7 @@ async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resu
             request["params"]["message"],
             "Delete x.txt? This cannot be undone."
         );
-        answer(
-            &client,
-            &ns,
-            &name,
-            json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}}),
-        )
-        .await;
+        accept_confirm(&client, &ns, &name).await;
         let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "Deleted x.txt");
         recorder.assert_statuses(&name, &ANSWERED_ONCE).await;
@@ -164,7 +143,7 @@ async fn input_answered_through_the_spec_reaches_the_container_and_the_task_resu
 #[tokio::test]
 async fn plain_output_and_exit_zero_complete_with_the_output_as_text() {
     with_temp_ns("op-plain", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         apply_example_tools(&client, &ns, "examples/wrap-cli/mcptool.yaml").await;
         let name = create_task(&client, &ns, "text_stats", json!({"text": "hello world"}))
             .await
@@ -191,8 +170,7 @@ async fn plain_output_and_exit_zero_complete_with_the_output_as_text() {
 #[tokio::test]
 async fn a_non_zero_exit_completes_with_is_error_and_the_output_tail() {
     with_temp_ns("op-exit", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         // About 90 KB of output, more than the 48 KiB tail kept.
         let script = r#"i=0
 while [ $i -lt 2000 ]; do echo "line $i padding padding padding padding"; i=$((i+1)); done
@@ -239,19 +217,11 @@ exit 3"#;
 #[tokio::test]
 async fn an_error_message_fails_the_task_with_that_error() {
     with_temp_ns("op-protoerr", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, CONFORMANCE_TOOLS).await;
-        let name = create_task(&client, &ns, "protocol_error_job", json!({}))
-            .await
-            .name_any();
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
+        let name = new_task(&client, &ns, "protocol_error_job").await;
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
-        let error = done
-            .status
-            .as_ref()
-            .and_then(|s| s.error.clone())
-            .expect("error");
+        let done = wait_failed(&client, &ns, &name).await;
+        let error = task_error(&done);
         assert_eq!(error.code, -32603);
         assert_eq!(
             error.message,
@@ -273,30 +243,19 @@ async fn an_error_message_fails_the_task_with_that_error() {
 #[tokio::test]
 async fn a_result_over_the_size_bound_fails_with_result_too_large() {
     with_temp_ns("op-toolarge", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         // One 600 000-byte result line: under the 1 MiB line bound, over the 512 KiB result one.
         let script = r#"printf '{"mcp":"result","result":{"content":[{"type":"text","text":"'
 head -c 600000 /dev/zero | tr '\0' a
 printf '"}]}}\n'
 sleep 2"#;
         create_tool(&client, &ns, &shell_tool("big-result", script, json!({}))).await;
-        let name = create_task(&client, &ns, "big-result", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "big-result").await;
 
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
+        let done = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&done), "ResultTooLarge");
-        let error = done
-            .status
-            .as_ref()
-            .and_then(|s| s.error.clone())
-            .expect("error");
-        assert_eq!(error.code, -32603);
-        let detail = error.data.as_ref().expect("data")["detail"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        assert_eq!(task_error(&done).code, -32603);
+        let detail = error_detail(&done);
         assert!(detail.contains("524288"), "{detail}");
         wait_task_event(&client, &ns, &name, "Failed").await;
     })
@@ -306,7 +265,7 @@ sleep 2"#;
 #[tokio::test]
 async fn garbage_long_and_malformed_lines_raise_capped_warnings_and_the_task_still_completes() {
     with_temp_ns("op-garbage", |client, ns| async move {
-        let mut operator = setup(&client, &ns).await;
+        let mut operator = start_operator(&client, &ns, &[]).await;
         let script = r#"echo '{"mcp":"status","message":'
 echo '{"mcp":"bogus"}'
 echo '{"mcp":"result","result":"not an object"}'

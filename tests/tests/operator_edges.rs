@@ -3,40 +3,25 @@
 //! that can fail for size. Each test prints the time to the terminal status it measured
 //! (`--nocapture`), the numbers in docs/RELIABILITY.md.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{
+    assert_cancelled, assert_failed_as, error_detail, name_of, start_operator, wait_cancelled,
+};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ResourceQuota;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    request_cancel, result_text, shell_tool, status_message, tool, wait_completed,
-    wait_job_stopped, wait_pod_phase, wait_status, wait_task, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, request_cancel,
+    result_text, shell_tool, status_message, tool, wait_completed, wait_job_stopped,
+    wait_pod_phase, wait_status, wait_task, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
-
-/// Starts the test's operator with `MCP_OPERATOR_*` settings `env`, and waits until it leads.
-async fn setup(client: &Client, ns: &str, env: &[(&str, &str)]) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", env).await;
-    operator.wait_leading().await;
-    operator
-}
-
-fn name_of(task: &McpTask) -> String {
-    task.metadata.name.clone().expect("name")
-}
-
-/// The `error.data.detail` of a failed task.
-fn failure_detail(task: &McpTask) -> String {
-    let error = task.status.as_ref().and_then(|s| s.error.clone());
-    let data = error.and_then(|e| e.data).unwrap_or(Value::Null);
-    data["detail"].as_str().unwrap_or_default().to_owned()
-}
 
 /// Waits until the task ends; asserts it failed with `reason` (code -32603, a statusMessage, a
 /// Warning `Failed` Event) and prints how long it took since `started`.
@@ -52,19 +37,15 @@ async fn assert_fails(
         "{reason}: terminal {:?} after the task was created",
         started.elapsed()
     );
-    assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
-    assert_eq!(failure_reason(&done), reason, "{:?}", done.status);
-    let error = done
-        .status
-        .as_ref()
-        .and_then(|s| s.error.clone())
-        .expect("error");
-    assert_eq!(error.code, -32603);
-    assert!(!status_message(&done).is_empty());
-    let events = wait_task_event(client, ns, name, "Failed").await;
-    let failed = events.iter().find(|e| e.reason == "Failed").expect("event");
-    assert_eq!(failed.type_, "Warning", "{events:#?}");
+    assert_failed_as(client, ns, &done, reason).await;
     done
+}
+
+/// Creates a task of `tool` without arguments: its name and the time just before.
+async fn timed_task(client: &Client, ns: &str, tool: &str) -> (String, Instant) {
+    let started = Instant::now();
+    let task = create_task(client, ns, tool, json!({})).await;
+    (name_of(&task), started)
 }
 
 /// Creates a ResourceQuota with `hard` and waits until the quota controller has counted it
@@ -106,7 +87,7 @@ fn huge_answer() -> Value {
 #[tokio::test]
 async fn an_answer_too_large_for_the_pod_fails_the_task_and_a_later_cancel_changes_nothing() {
     with_temp_ns("edge-answer", |client, ns| async move {
-        let _operator = setup(&client, &ns, &[]).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         create_tool(
             &client,
             &ns,
@@ -124,7 +105,7 @@ async fn an_answer_too_large_for_the_pod_fails_the_task_and_a_later_cancel_chang
             .await
             .expect("the task takes the answer");
         let done = assert_fails(&client, &ns, &name, "InputTooLarge", answered).await;
-        let detail = failure_detail(&done);
+        let detail = error_detail(&done);
         assert!(detail.contains("262144-byte limit"), "{detail}");
         wait_job_stopped(&client, &ns, &name).await;
         // The client's cancel after the failure finds a terminal task.
@@ -140,7 +121,7 @@ async fn an_answer_too_large_for_the_pod_fails_the_task_and_a_later_cancel_chang
 #[tokio::test]
 async fn a_cancel_sent_with_an_answer_too_large_for_the_pod_still_reaches_the_tool() {
     with_temp_ns("edge-cancel", |client, ns| async move {
-        let _operator = setup(&client, &ns, &[]).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         let spec = json!({"cancelGracePeriodSeconds": 30});
         create_tool(&client, &ns, &shell_tool("asks", ASKS_THEN_WAITS, spec)).await;
         let task = create_task(&client, &ns, "asks", json!({})).await;
@@ -164,12 +145,7 @@ async fn a_cancel_sent_with_an_answer_too_large_for_the_pod_still_reaches_the_to
             requested.elapsed()
         );
         // The tool saw the cancel (it stops only on it) well within its 30 s grace period.
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        assert_cancelled(&done);
         assert_eq!(status_message(&done), "Cancelled; the tool stopped");
     })
     .await;
@@ -178,14 +154,12 @@ async fn a_cancel_sent_with_an_answer_too_large_for_the_pod_still_reaches_the_to
 #[tokio::test]
 async fn a_job_the_quota_refuses_fails_its_task_at_once() {
     with_temp_ns("edge-jobquota", |client, ns| async move {
-        let _operator = setup(&client, &ns, &[]).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         quota(&client, &ns, json!({"count/jobs.batch": "0"})).await;
         create_tool(&client, &ns, &shell_tool("refused", "echo hi", json!({}))).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "refused", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "refused").await;
         let done = assert_fails(&client, &ns, &name, "JobRefused", started).await;
-        let detail = failure_detail(&done);
+        let detail = error_detail(&done);
         assert!(detail.contains("exceeded quota"), "{detail}");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         assert!(jobs.get_opt(&name).await.expect("get job").is_none());
@@ -196,15 +170,12 @@ async fn a_job_the_quota_refuses_fails_its_task_at_once() {
 #[tokio::test]
 async fn pods_the_quota_refuses_fail_their_task_after_the_grace_period() {
     with_temp_ns("edge-podquota", |client, ns| async move {
-        let env = [("POD_REFUSED_GRACE_SECONDS", "3")];
-        let _operator = setup(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("POD_REFUSED_GRACE_SECONDS", "3")]).await;
         quota(&client, &ns, json!({"pods": "0"})).await;
         create_tool(&client, &ns, &shell_tool("refused", "echo hi", json!({}))).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "refused", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "refused").await;
         let done = assert_fails(&client, &ns, &name, "PodRefused", started).await;
-        let detail = failure_detail(&done);
+        let detail = error_detail(&done);
         assert!(detail.contains("exceeded quota"), "{detail}");
         wait_job_stopped(&client, &ns, &name).await;
     })
@@ -214,8 +185,7 @@ async fn pods_the_quota_refuses_fail_their_task_after_the_grace_period() {
 #[tokio::test]
 async fn a_missing_secret_fails_its_task_after_the_grace_period() {
     with_temp_ns("edge-secret", |client, ns| async move {
-        let env = [("CONFIG_ERROR_GRACE_SECONDS", "5")];
-        let _operator = setup(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("CONFIG_ERROR_GRACE_SECONDS", "5")]).await;
         let from_secret = json!({"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef":
             {"name": "no-such-secret", "key": "token"}}}]});
         let needs = tool(
@@ -226,9 +196,7 @@ async fn a_missing_secret_fails_its_task_after_the_grace_period() {
             from_secret,
         );
         create_tool(&client, &ns, &needs).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "needs-secret", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "needs-secret").await;
         // Within the grace period the task says what it waits for.
         wait_task(&client, &ns, &name, WAIT, |t| {
             status_message(t).contains("CreateContainerConfigError")
@@ -236,7 +204,7 @@ async fn a_missing_secret_fails_its_task_after_the_grace_period() {
         })
         .await;
         let done = assert_fails(&client, &ns, &name, "ContainerConfigError", started).await;
-        let detail = failure_detail(&done);
+        let detail = error_detail(&done);
         // The kubelet names the Secret ("secret \"no-such-secret\" not found") or, when its
         // Secret cache has not synced yet, says only "failed to sync secret cache"; either is
         // its own words, passed on with the grace period.
@@ -254,17 +222,14 @@ async fn a_missing_secret_fails_its_task_after_the_grace_period() {
 #[tokio::test]
 async fn a_pod_no_node_fits_fails_its_task_after_the_start_deadline() {
     with_temp_ns("edge-unsched", |client, ns| async move {
-        let env = [("UNSCHEDULABLE_SECONDS", "5")];
-        let _operator = setup(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("UNSCHEDULABLE_SECONDS", "5")]).await;
         let spec =
             json!({"template": {"spec": {"nodeSelector": {"mcptasks.io/no-such-node": "x"}}}});
         create_tool(&client, &ns, &shell_tool("nowhere", "echo hi", spec)).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "nowhere", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "nowhere").await;
         let done = assert_fails(&client, &ns, &name, "Unschedulable", started).await;
         assert!(
-            failure_detail(&done).ends_with("(for more than 5s)"),
+            error_detail(&done).ends_with("(for more than 5s)"),
             "{done:?}"
         );
         wait_job_stopped(&client, &ns, &name).await;
@@ -275,8 +240,7 @@ async fn a_pod_no_node_fits_fails_its_task_after_the_start_deadline() {
 #[tokio::test]
 async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fails() {
     with_temp_ns("edge-pull", |client, ns| async move {
-        let env = [("IMAGE_PULL_GRACE_SECONDS", "15")];
-        let _operator = setup(&client, &ns, &env).await;
+        let _operator = start_operator(&client, &ns, &[("IMAGE_PULL_GRACE_SECONDS", "15")]).await;
         // IfNotPresent with no registry to pull from: ErrImagePull, then ImagePullBackOff.
         let missing = tool(
             "pull-fails",
@@ -286,9 +250,7 @@ async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fa
             json!({"imagePullPolicy": "IfNotPresent"}),
         );
         create_tool(&client, &ns, &missing).await;
-        let started = Instant::now();
-        let task = create_task(&client, &ns, "pull-fails", json!({})).await;
-        let name = name_of(&task);
+        let (name, started) = timed_task(&client, &ns, "pull-fails").await;
         // A failed pull is reported while the task keeps working: the kubelet retries it.
         let pulling = wait_task(&client, &ns, &name, WAIT, |t| {
             t.is_terminal()
@@ -304,7 +266,7 @@ async fn a_failing_image_pull_is_retried_for_the_grace_period_before_the_task_fa
         );
         let done = assert_fails(&client, &ns, &name, "ImagePullFailed", started).await;
         assert!(
-            failure_detail(&done).ends_with("(for more than 15s)"),
+            error_detail(&done).ends_with("(for more than 15s)"),
             "{done:?}"
         );
         wait_job_stopped(&client, &ns, &name).await;
@@ -320,7 +282,7 @@ echo '{"mcp":"status","message":"stopped after 2 of 64 SKUs"}'"#;
 #[tokio::test]
 async fn a_cancelled_task_keeps_the_tools_own_last_words() {
     with_temp_ns("edge-words", |client, ns| async move {
-        let _operator = setup(&client, &ns, &[]).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         create_tool(&client, &ns, &shell_tool("recount", COOPERATIVE, json!({}))).await;
         let task = create_task(&client, &ns, "recount", json!({})).await;
         let name = name_of(&task);
@@ -329,13 +291,7 @@ async fn a_cancelled_task_keeps_the_tools_own_last_words() {
         })
         .await;
         request_cancel(&client, &ns, &name).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        let done = wait_cancelled(&client, &ns, &name).await;
         assert_eq!(status_message(&done), "stopped after 2 of 64 SKUs");
     })
     .await;
@@ -344,7 +300,7 @@ async fn a_cancelled_task_keeps_the_tools_own_last_words() {
 #[tokio::test]
 async fn a_tool_that_finished_before_the_cancel_time_completes() {
     with_temp_ns("edge-race", |client, ns| async move {
-        let mut operator = setup(&client, &ns, &[]).await;
+        let mut operator = start_operator(&client, &ns, &[]).await;
         let script =
             r#"echo '{"mcp":"status","message":"recounting"}'; sleep 2; echo 'all 64 SKUs'"#;
         create_tool(&client, &ns, &shell_tool("recount", script, json!({}))).await;

@@ -2,57 +2,49 @@
 //! `data.reason` names it (image pull, OOM kill, deadline, deleted pod, eviction), and a
 //! Warning Event says so.
 
+mod common;
+
+use common::{error_detail, name_of, new_task, start_operator};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, EvictParams};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, ensure_example_images,
-    failure_reason, shell_tool, status_message, task_pods, tool, wait_job_stopped, wait_task,
-    wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, TaskRecorder, WAIT, create_task, create_tool, shell_tool,
+    status_message, task_pods, tool, wait_job_stopped, wait_task, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
-async fn setup(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    Operator::start_leader(ns).await
-}
-
-/// Asserts the task failed with `reason`, code -32603 and a Warning `Failed` Event naming it.
-async fn assert_failed(client: &Client, ns: &str, task: &McpTask, reason: &str) {
-    let name = task.metadata.name.clone().expect("name");
-    assert_eq!(task.task_status(), TaskStatus::Failed, "{task:?}");
-    assert_eq!(failure_reason(task), reason, "{task:?}");
-    let error = task
-        .status
-        .as_ref()
-        .and_then(|s| s.error.clone())
-        .expect("error");
-    assert_eq!(error.code, -32603);
-    assert!(!status_message(task).is_empty());
-    let events = wait_task_event(client, ns, &name, "Failed").await;
+/// Waits until the task ends; asserts it failed with `reason`, code -32603 and a Warning
+/// `Failed` Event naming it. Returns the task.
+async fn wait_failed_as(client: &Client, ns: &str, name: &str, reason: &str) -> McpTask {
+    let done = wait_terminal(client, ns, name).await;
+    let events = common::assert_failed_as(client, ns, &done, reason).await;
     let failed = events
         .iter()
         .find(|e| e.reason == "Failed")
         .expect("Failed event");
-    assert_eq!(failed.type_, "Warning", "{events:#?}");
     assert!(failed.message.starts_with("Task failed: "), "{events:#?}");
+    done
 }
 
 /// A script that reports a status and then sleeps, ignoring SIGTERM (it is PID 1).
 const SLEEPER: &str = r#"echo '{"mcp":"status","message":"sleeping"}'; sleep 600"#;
 
-/// Calls the [`SLEEPER`] tool and waits until it sleeps: the task's name, its pod's name and
-/// the pods of the namespace.
-async fn a_sleeping_task(client: &Client, ns: &str) -> (String, String, Api<Pod>) {
+/// Starts the operator, calls the [`SLEEPER`] tool and waits until it sleeps: the operator, the
+/// task's name, its pod's name and the pods of the namespace.
+async fn a_sleeping_task(client: &Client, ns: &str) -> (Operator, String, String, Api<Pod>) {
+    let operator = start_operator(client, ns, &[]).await;
     create_tool(client, ns, &shell_tool("sleeper", SLEEPER, json!({}))).await;
-    let name = create_task(client, ns, "sleeper", json!({}))
-        .await
-        .name_any();
+    let name = new_task(client, ns, "sleeper").await;
     let pod = wait_sleeping(client, ns, &name).await;
-    (name, pod.name_any(), Api::namespaced(client.clone(), ns))
+    (
+        operator,
+        name,
+        pod.name_any(),
+        Api::namespaced(client.clone(), ns),
+    )
 }
 
 /// Waits until the task's container runs and has said so.
@@ -66,13 +58,10 @@ async fn wait_sleeping(client: &Client, ns: &str, name: &str) -> Pod {
 #[tokio::test]
 async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
     with_temp_ns("op-pull", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
         // No grace for failed pulls: the first failure ends the task (operator_edges.rs checks
         // the grace period).
         let env = [("IMAGE_PULL_GRACE_SECONDS", "0")];
-        let _operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
-        _operator.wait_leading().await;
+        let _operator = start_operator(&client, &ns, &env).await;
         // Never: the image is not on the node. IfNotPresent: there is no registry to pull from.
         for (name, policy) in [("never-pull", "Never"), ("pull-fails", "IfNotPresent")] {
             let missing = tool(
@@ -88,15 +77,9 @@ async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
         let never = create_task(&client, &ns, "never-pull", json!({})).await;
         let fails = create_task(&client, &ns, "pull-fails", json!({})).await;
         for task in [never, fails] {
-            let name = task.metadata.name.clone().expect("name");
-            let done = wait_terminal(&client, &ns, &name).await;
-            assert_failed(&client, &ns, &done, "ImagePullFailed").await;
-            let detail = done
-                .status
-                .as_ref()
-                .and_then(|s| s.error.clone())
-                .expect("error");
-            let detail = detail.data.expect("data")["detail"].to_string();
+            let name = name_of(&task);
+            let done = wait_failed_as(&client, &ns, &name, "ImagePullFailed").await;
+            let detail = error_detail(&done);
             assert!(
                 detail.contains("ErrImageNeverPull")
                     || detail.contains("ErrImagePull")
@@ -116,7 +99,7 @@ async fn an_image_that_cannot_be_pulled_fails_the_task_and_stops_its_job() {
 #[tokio::test]
 async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
     with_temp_ns("op-oom", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         // tail keeps a whole "line" of 100 MiB of zeros in memory; the limit is 16 MiB.
         let hungry = tool(
             "hungry",
@@ -130,11 +113,8 @@ async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
             json!({"resources": {"limits": {"memory": "16Mi"}}}),
         );
         create_tool(&client, &ns, &hungry).await;
-        let name = create_task(&client, &ns, "hungry", json!({}))
-            .await
-            .name_any();
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_failed(&client, &ns, &done, "OOMKilled").await;
+        let name = new_task(&client, &ns, "hungry").await;
+        wait_failed_as(&client, &ns, &name, "OOMKilled").await;
     })
     .await;
 }
@@ -142,15 +122,12 @@ async fn a_tool_over_its_memory_limit_fails_the_task_as_oom_killed() {
 #[tokio::test]
 async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
     with_temp_ns("op-deadline", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         let slow = shell_tool("slow", SLEEPER, json!({"activeDeadlineSeconds": 10}));
         create_tool(&client, &ns, &slow).await;
-        let name = create_task(&client, &ns, "slow", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "slow").await;
         wait_sleeping(&client, &ns, &name).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_failed(&client, &ns, &done, "DeadlineExceeded").await;
+        wait_failed_as(&client, &ns, &name, "DeadlineExceeded").await;
     })
     .await;
 }
@@ -158,13 +135,11 @@ async fn a_tool_past_its_active_deadline_fails_the_task_as_deadline_exceeded() {
 #[tokio::test]
 async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
     with_temp_ns("op-poddel", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        let (name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
+        let (_operator, name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
         pods.delete(&pod_name, &DeleteParams::default())
             .await
             .expect("delete the pod");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_failed(&client, &ns, &done, "PodDeleted").await;
+        wait_failed_as(&client, &ns, &name, "PodDeleted").await;
         // The Job never replaces the pod (backoffLimit 0): no second run of the call.
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         let left = task_pods(&client, &ns, &name).await;
@@ -180,20 +155,13 @@ async fn deleting_the_pod_of_a_running_task_fails_it_as_pod_deleted() {
 #[tokio::test]
 async fn evicting_the_pod_of_a_running_task_fails_it_as_evicted() {
     with_temp_ns("op-evict", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        let (name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
+        let (_operator, name, pod_name, pods) = a_sleeping_task(&client, &ns).await;
         // The eviction API (pods/eviction), as `kubectl drain` uses it.
         pods.evict(&pod_name, &EvictParams::default())
             .await
             .expect("evict the pod");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_failed(&client, &ns, &done, "Evicted").await;
-        let detail = done
-            .status
-            .as_ref()
-            .and_then(|s| s.error.clone())
-            .expect("error");
-        let detail = detail.data.expect("data")["detail"].to_string();
+        let done = wait_failed_as(&client, &ns, &name, "Evicted").await;
+        let detail = error_detail(&done);
         assert!(detail.contains("EvictionByEvictionAPI"), "{detail}");
     })
     .await;

@@ -2,28 +2,28 @@
 //! tasks run, and the standby finishes them: no Job is duplicated and no terminal status ever
 //! changes (every status transition is recorded by a watch throughout).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::{accept_confirm, prepare_conformance_tools};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, WAIT, answer, apply_example_tools, create_task, ensure_example_images,
-    result_text, status_message, task_pods, wait_pod_phase, wait_status, wait_task,
-    wait_task_event, wait_terminal,
+    Operator, TaskRecorder, WAIT, create_task, result_text, status_message, task_pods,
+    wait_pod_phase, wait_status, wait_task, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
 #[tokio::test]
 async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_anything() {
     with_temp_ns("op-ha", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        prepare_conformance_tools(&client, &ns).await;
         let lease = format!("{ns}-ha");
         let env = [("LEASE_DURATION_SECONDS", "4")];
         let mut leader = Operator::start(&ns, &lease, "operator-a", &env).await;
@@ -96,13 +96,7 @@ async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_a
         );
         assert!(failover < Duration::from_secs(15), "{failover:?}");
 
-        answer(
-            &client,
-            &ns,
-            &asking,
-            json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}}),
-        )
-        .await;
+        accept_confirm(&client, &ns, &asking).await;
         let mut finished: BTreeMap<String, McpTask> = BTreeMap::new();
         for name in &all {
             finished.insert(name.clone(), wait_terminal(&client, &ns, name).await);
@@ -154,9 +148,7 @@ async fn the_standby_finishes_the_tasks_of_a_killed_leader_without_duplicating_a
 #[tokio::test]
 async fn a_restarted_operator_resumes_every_task_from_the_cluster() {
     with_temp_ns("op-restart", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        prepare_conformance_tools(&client, &ns).await;
         let mut first = Operator::start_leader(&ns).await;
         let recorder = TaskRecorder::start(&client, &ns).await;
 
@@ -197,13 +189,7 @@ async fn a_restarted_operator_resumes_every_task_from_the_cluster() {
         // The task waiting for input stays input_required across the restart until answered.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let answered_at = std::time::SystemTime::now();
-        answer(
-            &client,
-            &ns,
-            &asking,
-            json!({"confirm-1": {"action": "accept", "content": {"confirm": true}}}),
-        )
-        .await;
+        accept_confirm(&client, &ns, &asking).await;
         assert_eq!(
             result_text(&wait_terminal(&client, &ns, &asking).await),
             "Deleted r.txt"

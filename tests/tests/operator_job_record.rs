@@ -4,25 +4,25 @@
 //! whose creation was confirmed (the `JobCreated` condition) and that someone deletes still
 //! fails the task `JobDeleted` (`operator_lifetimes.rs`).
 
+mod common;
+
 use std::time::Instant;
 
+use common::prepare_conformance_tools;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::operator::{
-    Operator, apply_example_tools, assert_completed, create_task, ensure_example_images,
-    result_text, wait_task_event, wait_terminal,
+    Operator, assert_completed, create_task, result_text, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
 #[tokio::test]
 async fn a_job_recorded_by_a_leader_that_died_before_creating_it_is_created_once() {
     with_temp_ns("op-job-record", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        prepare_conformance_tools(&client, &ns).await;
         // No operator runs: the task and the half-done record a dying leader leaves.
         let args = json!({"seconds": 1, "label": "after-failover"});
         let task = create_task(&client, &ns, "slow_compute", args).await;

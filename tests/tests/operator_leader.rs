@@ -11,8 +11,11 @@
 //!
 //! The measured times are printed for docs/RELIABILITY.md.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::CONFORMANCE_TOOLS;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Pod;
@@ -51,7 +54,7 @@ async fn a_leader_cut_off_the_api_server_stops_before_the_standby_leads() {
                 "frontend.replicaCount=1",
             ],
         );
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let jobs = JobRecorder::start(&client, &ns);
         let recorder = TaskRecorder::start(&client, &ns).await;
         let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);

@@ -3,31 +3,23 @@
 //! cancelled before its pod starts is `cancelled` at once; an ended task is deleted with its
 //! Job and pod when its TTL passes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::{name_of, start_operator, start_operator_with_conformance_tools, wait_cancelled};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, WAIT, apply_example_tools, create_task, create_task_with, create_tool,
-    ensure_example_images, request_cancel, shell_tool, status_message, task_pods, wait_task,
-    wait_task_event, wait_terminal,
+    TaskRecorder, WAIT, create_task, create_task_with, create_tool, request_cancel, shell_tool,
+    status_message, task_pods, wait_task, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
-
-async fn setup(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    Operator::start_leader(ns).await
-}
-
-fn name_of(task: &McpTask) -> String {
-    task.metadata.name.clone().expect("name")
-}
 
 /// The pods of the task's Job that are not being deleted.
 async fn live_pods(client: &Client, ns: &str, task: &str) -> Vec<Pod> {
@@ -57,23 +49,16 @@ where
 #[tokio::test]
 async fn a_cooperative_tool_stops_on_cancel_and_the_task_is_cancelled() {
     with_temp_ns("op-cancel", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
-        let task = create_task(
-            &client,
-            &ns,
-            "slow_compute",
-            json!({"seconds": 3600, "label": "long"}),
-        )
-        .await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
+        let args = json!({"seconds": 3600, "label": "long"});
+        let task = create_task(&client, &ns, "slow_compute", args).await;
         let name = name_of(&task);
         wait_task(&client, &ns, &name, WAIT, |t| {
             status_message(t).starts_with("long: ")
         })
         .await;
         request_cancel(&client, &ns, &name).await;
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
+        let done = wait_cancelled(&client, &ns, &name).await;
         // The tool's own last words ("cancelled: long stopped after N s") stay.
         let message = status_message(&done);
         assert!(
@@ -120,7 +105,7 @@ async fn a_cooperative_tool_stops_on_cancel_and_the_task_is_cancelled() {
 #[tokio::test]
 async fn a_tool_that_ignores_cancel_is_stopped_after_its_grace_period() {
     with_temp_ns("op-cancel-ignored", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         let script = r#"echo '{"mcp":"status","message":"not listening"}'
 while true; do sleep 1; done"#;
         let stubborn = shell_tool("stubborn", script, json!({"cancelGracePeriodSeconds": 3}));
@@ -144,9 +129,8 @@ while true; do sleep 1; done"#;
             "Cancel requested; waiting up to 3s for the tool to stop"
         );
 
-        let done = wait_terminal(&client, &ns, &name).await;
+        let done = wait_cancelled(&client, &ns, &name).await;
         let waited = requested.elapsed();
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
         assert_eq!(
             status_message(&done),
             "Cancelled; the tool did not stop within its grace period"
@@ -175,7 +159,7 @@ while true; do sleep 1; done"#;
 #[tokio::test]
 async fn a_task_cancelled_before_its_pod_starts_is_cancelled_at_once() {
     with_temp_ns("op-cancel-early", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         // No node has this label: the pod stays Pending (Unschedulable) for ever.
         let unschedulable = shell_tool(
             "unschedulable",
@@ -183,7 +167,6 @@ async fn a_task_cancelled_before_its_pod_starts_is_cancelled_at_once() {
             json!({"template": {"spec": {"nodeSelector": {"mcptasks.io/no-such-node": "true"}}}}),
         );
         create_tool(&client, &ns, &unschedulable).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
         let recorder = TaskRecorder::start(&client, &ns).await;
 
         let pending = create_task(&client, &ns, "unschedulable", json!({})).await;
@@ -194,8 +177,7 @@ async fn a_task_cancelled_before_its_pod_starts_is_cancelled_at_once() {
         .await;
         assert_eq!(waiting.task_status(), TaskStatus::Working);
         request_cancel(&client, &ns, &pending).await;
-        let done = wait_terminal(&client, &ns, &pending).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
+        let done = wait_cancelled(&client, &ns, &pending).await;
         assert_eq!(status_message(&done), "Cancelled before the tool started");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         eventually("Job deletion", || async {
@@ -221,8 +203,7 @@ async fn a_task_cancelled_before_its_pod_starts_is_cancelled_at_once() {
         )
         .await;
         let early = name_of(&early);
-        let done = wait_terminal(&client, &ns, &early).await;
-        assert_eq!(done.task_status(), TaskStatus::Cancelled, "{done:?}");
+        let done = wait_cancelled(&client, &ns, &early).await;
         assert_eq!(status_message(&done), "Cancelled before the tool started");
         assert!(jobs.get_opt(&early).await.expect("get job").is_none());
         let events = wait_task_event(&client, &ns, &early, "Cancelled").await;
@@ -238,8 +219,7 @@ async fn a_task_cancelled_before_its_pod_starts_is_cancelled_at_once() {
 #[tokio::test]
 async fn an_expired_task_is_deleted_with_its_job_and_pod() {
     with_temp_ns("op-ttl", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         let args = |seconds| json!({"seconds": seconds, "label": "ttl"});
         let ttl = Some(15_000);
         // It finishes before it expires (a task still running then is kept: see

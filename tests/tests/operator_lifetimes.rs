@@ -4,9 +4,12 @@
 //! expires as usual; a task whose Job someone deletes fails as `JobDeleted` and gets no second
 //! Job; a task re-created under the name of a deleted one waits for the old Job to go, then runs.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::start_operator_with_conformance_tools;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -14,23 +17,16 @@ use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::wire::build_task;
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, apply_example_tools, assert_completed, create_task, create_task_with,
-    ensure_example_images, failure_reason, poll_task, result_text, status_message, wait_task_event,
+    WAIT, assert_completed, create_task, create_task_with, failure_reason, poll_task, result_text,
+    status_message, wait_completed, wait_task_event,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
-
-async fn setup(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    Operator::start_leader(ns).await
-}
 
 #[tokio::test]
 async fn a_tool_longer_than_its_ttl_completes_and_its_result_stays_readable() {
     with_temp_ns("op-lifetime", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         let ttl_ms = 10_000;
         let args = json!({"seconds": 25, "label": "outlives"});
         let task = create_task_with(
@@ -135,8 +131,7 @@ async fn running_job(client: &Client, ns: &str, name: &str) -> Job {
 #[tokio::test]
 async fn a_task_whose_job_someone_deletes_fails_as_job_deleted_and_gets_no_second_job() {
     with_temp_ns("op-job-deleted", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         let name = create_task(&client, &ns, "slow_compute", json!({"seconds": 600}))
             .await
             .name_any();
@@ -187,8 +182,7 @@ impl Drop for Release {
 #[tokio::test]
 async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs() {
     with_temp_ns("op-recreated", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
-        apply_example_tools(&client, &ns, "examples/conformance/mcptools.yaml").await;
+        let _operator = start_operator_with_conformance_tools(&client, &ns).await;
         let first = create_task(&client, &ns, "slow_compute", json!({"seconds": 600})).await;
         let name = first.metadata.name.clone().expect("name");
         running_job(&client, &ns, &name).await;
@@ -238,8 +232,7 @@ async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs
         jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&release))
             .await
             .expect("release the Job");
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_completed(&done);
+        let done = wait_completed(&client, &ns, &name).await;
         assert!(result_text(&done).contains("second"), "{:?}", done.status);
         let job = jobs.get(&name).await.expect("the new Job");
         let owner = job.metadata.owner_references.unwrap_or_default();

@@ -4,9 +4,12 @@
 //! `input_required` → `working` flip, an answer sent meanwhile reaches the tool); a tool's
 //! oversized `error.data` is cut to its bound.
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::{new_task, prepare_examples, task_error, wait_failed};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -15,11 +18,11 @@ use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_crds::budget::MAX_ERROR_DATA_BYTES;
 use mcp_task_operator_harness::operator::{
-    Operator, TaskRecorder, answer, create_task, create_tool, ensure_example_images, events_for,
-    failure_reason, result_text, shell_tool, status_message, wait_status, wait_task,
-    wait_task_event, wait_terminal,
+    Operator, TaskRecorder, answer, create_task, create_tool, events_for, failure_reason,
+    result_text, shell_tool, status_message, wait_status, wait_task, wait_task_event,
+    wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 
 /// A ServiceAccount of `ns` with every right the operator's chart Role gives, in `ns`, but
@@ -94,8 +97,7 @@ async fn operator_without_log_access(client: &Client, ns: &str) -> PathBuf {
 #[tokio::test]
 async fn a_log_the_operator_cannot_read_fails_the_task_instead_of_completing_it() {
     with_temp_ns("op-output", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
+        prepare_examples(&client).await;
         let kubeconfig = operator_without_log_access(&client, &ns).await;
         let operator = Operator::start_as(&ns, &format!("{ns}-lease"), "blind", &kubeconfig).await;
         operator.wait_leading().await;
@@ -157,8 +159,7 @@ echo '{"mcp":"result","result":{"content":[{"type":"text","text":"answered"}]}}'
 #[tokio::test]
 async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
     with_temp_ns("op-resume", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
+        prepare_examples(&client).await;
         create_tool(
             &client,
             &ns,
@@ -168,9 +169,7 @@ async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
         let mut first = Operator::start(&ns, &format!("{ns}-a"), "operator-a", &[]).await;
         first.wait_leading().await;
         let recorder = TaskRecorder::start(&client, &ns).await;
-        let name = create_task(&client, &ns, "asking", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "asking").await;
         wait_status(&client, &ns, &name, TaskStatus::InputRequired).await;
         let malformed = || async {
             events_for(&client, &ns, "McpTask", &name)
@@ -245,20 +244,16 @@ async fn a_new_operator_resumes_from_the_checkpoint_without_repeats_or_flips() {
 #[tokio::test]
 async fn a_tools_oversized_error_data_is_cut_to_its_bound() {
     with_temp_ns("op-errdata", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
+        prepare_examples(&client).await;
         // 200,000 bytes of error.data, printed as one line.
         let script = r#"printf '{"mcp":"error","error":{"code":-32000,"message":"boom","data":{"dump":"'
 head -c 200000 /dev/zero | tr '\0' 'x'
 printf '"}}}\n'"#;
         create_tool(&client, &ns, &shell_tool("dumper", script, json!({}))).await;
         let _operator = Operator::start_leader(&ns).await;
-        let name = create_task(&client, &ns, "dumper", json!({}))
-            .await
-            .name_any();
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
-        let error = done.status.as_ref().and_then(|s| s.error.clone()).expect("error");
+        let name = new_task(&client, &ns, "dumper").await;
+        let done = wait_failed(&client, &ns, &name).await;
+        let error = task_error(&done);
         assert_eq!(error.code, -32000);
         let data = error.data.expect("data kept, cut");
         assert!(data.to_string().len() <= MAX_ERROR_DATA_BYTES, "{}", data.to_string().len());
@@ -277,8 +272,7 @@ printf '"}}}\n'"#;
 #[tokio::test]
 async fn a_task_over_the_object_budget_fails_instead_of_retrying_its_status() {
     with_temp_ns("op-budget", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
+        prepare_examples(&client).await;
         // A 450 KB result: within the result bound, but not with this task's 1.15 MB spec
         // (etcd takes at most 1.5 MiB per object).
         let script = r#"printf '{"mcp":"result","result":{"content":[{"type":"text","text":"'

@@ -2,27 +2,36 @@
 //! `MCP_OPERATOR_FINISHED_JOB_RETENTION_SECONDS` after the task ended; the task keeps its
 //! status and result until its own TTL.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{new_task, start_operator};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, ensure_example_images, result_text,
-    shell_tool, wait_completed,
+    Operator, WAIT, assert_completed, create_tool, result_text, shell_tool, wait_completed,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
-async fn setup(client: &Client, ns: &str, retention: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
+/// Starts the operator with a finished-Job retention of `retention` seconds and runs a task
+/// that completes at once: the operator, the task's name and the completed task.
+async fn a_completed_task(
+    client: &Client,
+    ns: &str,
+    retention: &str,
+) -> (Operator, String, McpTask) {
     let env = [("FINISHED_JOB_RETENTION_SECONDS", retention)];
-    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", &env).await;
-    operator.wait_leading().await;
-    operator
+    let operator = start_operator(client, ns, &env).await;
+    let count = shell_tool("count", "echo 'all 64 SKUs'", json!({}));
+    create_tool(client, ns, &count).await;
+    let name = new_task(client, ns, "count").await;
+    let done = wait_completed(client, ns, &name).await;
+    (operator, name, done)
 }
 
 async fn job_and_pods(client: &Client, ns: &str, name: &str) -> (Option<Job>, usize) {
@@ -42,16 +51,7 @@ async fn job_and_pods(client: &Client, ns: &str, name: &str) -> (Option<Job>, us
 #[tokio::test]
 async fn a_finished_tasks_job_is_deleted_after_the_retention_and_the_task_keeps_its_result() {
     with_temp_ns("op-retain", |client, ns| async move {
-        let _operator = setup(&client, &ns, "3").await;
-        create_tool(
-            &client,
-            &ns,
-            &shell_tool("count", "echo 'all 64 SKUs'", json!({})),
-        )
-        .await;
-        let task = create_task(&client, &ns, "count", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
-        let done = wait_completed(&client, &ns, &name).await;
+        let (_operator, name, done) = a_completed_task(&client, &ns, "3").await;
         let started = Instant::now();
         loop {
             let (job, pods) = job_and_pods(&client, &ns, &name).await;
@@ -78,16 +78,7 @@ async fn a_finished_tasks_job_is_deleted_after_the_retention_and_the_task_keeps_
 #[tokio::test]
 async fn a_finished_tasks_job_is_kept_within_the_retention() {
     with_temp_ns("op-retain-keep", |client, ns| async move {
-        let _operator = setup(&client, &ns, "3600").await;
-        create_tool(
-            &client,
-            &ns,
-            &shell_tool("count", "echo 'all 64 SKUs'", json!({})),
-        )
-        .await;
-        let task = create_task(&client, &ns, "count", json!({})).await;
-        let name = task.metadata.name.clone().expect("name");
-        wait_completed(&client, &ns, &name).await;
+        let (_operator, name, _) = a_completed_task(&client, &ns, "3600").await;
         // Several seconds on, the Job is still there: `kubectl logs job/<task>` works.
         tokio::time::sleep(Duration::from_secs(5)).await;
         let (job, _) = job_and_pods(&client, &ns, &name).await;

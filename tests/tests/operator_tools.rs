@@ -2,14 +2,17 @@
 //! a bad schema and a duplicate MCP name; what the API server refuses before the operator sees
 //! it (no tool container); and a task of a tool that does not exist.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{new_task, wait_failed};
+use kube::Api;
 use kube::api::PostParams;
-use kube::{Api, ResourceExt};
-use mcp_task_operator_crds::{McpTool, TaskStatus};
+use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, create_task, create_tool, failure_reason, shell_tool, tool, tool_event,
-    tool_ready, wait_terminal, with_operator,
+    BUSYBOX_IMAGE, create_tool, failure_reason, shell_tool, tool, tool_event, tool_ready,
+    with_operator,
 };
 use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::json;
@@ -148,11 +151,8 @@ async fn a_tool_without_a_tool_container_is_refused_before_the_operator_sees_it(
 #[tokio::test]
 async fn a_task_of_an_unknown_tool_fails_as_tool_not_found() {
     with_operator("op-tools-missing", async |client, ns, _| {
-        let name = create_task(&client, &ns, "no_such_tool", json!({}))
-            .await
-            .name_any();
-        let done = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{done:?}");
+        let name = new_task(&client, &ns, "no_such_tool").await;
+        let done = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&done), "ToolNotFound");
         assert!(done.status.as_ref().is_some_and(|s| s.job_name.is_none()));
     })

@@ -2,25 +2,23 @@
 //! two meet: input a client cannot be asked, the immediate-result wait of `immediateResultMs`,
 //! and the bounds of `pollIntervalMs`.
 
+mod common;
+
 use std::time::Duration;
 
+use common::start_operator;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::{Mcp, Reply, TASKS_EXTENSION, WAIT, framed};
-use mcp_task_operator_harness::operator::{
-    Operator, create_tool, ensure_example_images, shell_tool,
-};
+use mcp_task_operator_harness::operator::{Operator, create_tool, shell_tool};
 use mcp_task_operator_harness::{TEST_FIELD_MANAGER, ensure_crds, with_temp_ns};
 use serde_json::{Value, json};
 
 /// An operator leading in `ns` and a front end serving it.
 async fn setup(client: &Client, ns: &str) -> (Operator, Frontend, Mcp) {
-    ensure_crds(client).await;
-    ensure_example_images();
-    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", &[]).await;
-    operator.wait_leading().await;
+    let operator = start_operator(client, ns, &[]).await;
     let frontend = Frontend::start(ns, &[]).await;
     let mcp = Mcp::new(&frontend.url);
     (operator, frontend, mcp)

@@ -3,16 +3,19 @@
 //! `working` with "Queued: N ahead" and no Job, in queue order (creationTimestamp, then name),
 //! across an operator failover; a queued task can be cancelled and never gets a Job.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::{start_task_until, wait_cancelled};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, assert_completed, create_task, create_tool, poll_task, request_cancel,
-    result_text, shell_tool, status_message, wait_terminal, with_operator,
+    Operator, WAIT, create_task, create_tool, poll_task, request_cancel, result_text, shell_tool,
+    status_message, wait_completed, with_operator,
 };
 use serde_json::json;
 
@@ -123,8 +126,7 @@ async fn a_limit_of_one_runs_three_calls_in_turn_each_with_its_own_result() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         for name in &order {
-            let done = wait_terminal(&client, &ns, name).await;
-            assert_completed(&done);
+            let done = wait_completed(&client, &ns, name).await;
             assert_eq!(result_text(&done), format!("done {name}"));
         }
         eprintln!("slot freed -> next Job (polled every 50 ms): {slot_to_job:?}");
@@ -137,29 +139,11 @@ async fn a_queued_task_can_be_cancelled_and_never_gets_a_job() {
     with_operator("queue-cancel", async |client, ns, _| {
         let spec = json!({"maxConcurrentTasks": 1, "cancelGracePeriodSeconds": 5});
         create_tool(&client, &ns, &shell_tool("held", UNTIL_CANCELLED, spec)).await;
-        let first = create_task(&client, &ns, "held", json!({}))
-            .await
-            .name_any();
-        poll_task(&client, &ns, &first, WAIT, |t| {
-            status_message(t) == "started"
-        })
-        .await;
-        let queued = create_task(&client, &ns, "held", json!({}))
-            .await
-            .name_any();
-        poll_task(&client, &ns, &queued, WAIT, |t| {
-            status_message(t) == "Queued: 0 ahead"
-        })
-        .await;
+        let first = start_task_until(&client, &ns, "held", "started").await;
+        let queued = start_task_until(&client, &ns, "held", "Queued: 0 ahead").await;
 
         request_cancel(&client, &ns, &queued).await;
-        let done = wait_terminal(&client, &ns, &queued).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        let done = wait_cancelled(&client, &ns, &queued).await;
         assert!(done.status.as_ref().is_some_and(|s| s.job_name.is_none()));
         assert!(!job_names(&client, &ns).await.contains(&queued));
         // The running one is untouched by it.
@@ -167,13 +151,7 @@ async fn a_queued_task_can_be_cancelled_and_never_gets_a_job() {
         let running = tasks.get(&first).await.expect("get");
         assert_eq!(running.task_status(), TaskStatus::Working);
         request_cancel(&client, &ns, &first).await;
-        let done = wait_terminal(&client, &ns, &first).await;
-        assert_eq!(
-            done.task_status(),
-            TaskStatus::Cancelled,
-            "{:?}",
-            done.status
-        );
+        wait_cancelled(&client, &ns, &first).await;
     })
     .await;
 }

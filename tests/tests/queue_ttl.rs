@@ -4,17 +4,20 @@
 //! its expiry moves ahead while it waits (as for any unfinished task), it runs once the slot
 //! is free, and it is deleted once its expiry passes after it ended.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{start_operator_with_queues, start_task_until};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, McpTool, TaskStatus};
-use mcp_task_operator_harness::kueue::{WAITING, cleanup, queued_tool, queues};
+use mcp_task_operator_harness::kueue::{WAITING, cleanup, queued_tool};
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, create_task, create_task_with, create_tool, poll_task, request_cancel,
-    shell_tool, status_message, wait_terminal, with_operator,
+    WAIT, create_task_with, create_tool, poll_task, request_cancel, shell_tool, status_message,
+    wait_terminal, with_operator,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
 
 /// Runs until cancelled.
@@ -27,8 +30,7 @@ const TTL_MS: i64 = 2_000;
 async fn outlives_its_ttl_while_it_waits(client: &Client, ns: &str, tool: McpTool, waiting: &str) {
     let name = tool.name_any();
     create_tool(client, ns, &tool).await;
-    let first = create_task(client, ns, &name, json!({})).await.name_any();
-    poll_task(client, ns, &first, WAIT, |t| status_message(t) == "started").await;
+    let first = start_task_until(client, ns, &name, "started").await;
     let second = create_task_with(
         client,
         ns,
@@ -93,9 +95,7 @@ async fn a_task_queued_behind_the_tools_limit_outlives_its_ttl_and_expires_after
 #[tokio::test]
 async fn a_task_waiting_for_kueue_admission_outlives_its_ttl_and_expires_after_it_ends() {
     with_temp_ns("kueue-ttl", |client, ns| async move {
-        ensure_crds(&client).await;
-        queues(&client, &ns, json!({})).await;
-        let _operator = Operator::start_leader(&ns).await;
+        let _operator = start_operator_with_queues(&client, &ns).await;
         let tool = queued_tool(
             "held",
             UNTIL_CANCELLED,

@@ -12,10 +12,13 @@
 //! Ignored in `make integration`: hack/release-test.sh runs these with `--ignored` and the
 //! `MTO_RELEASE_*` variables set.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::CONFORMANCE_TOOLS;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::operator::ensure_example_images;
 use mcp_task_operator_harness::release::Pushed;
@@ -149,7 +152,7 @@ async fn the_readme_install_runs_the_pushed_digests_passes_helm_test_and_complet
 
     // A tool, then the agent README made calls it through the Service with its token.
     block_in_place(ensure_example_images);
-    apply_examples(&client, ns, &["examples/conformance/mcptools.yaml"]).await;
+    apply_examples(&client, ns, &[CONFORMANCE_TOOLS]).await;
     let token = kubectl_ok(&[
         "create",
         "token",

@@ -4,16 +4,18 @@
 //! silent for longer than its idle timeout fails `IdleTimeout` and its Job goes, while one that
 //! keeps printing runs to its end.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{new_task, start_task_until, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
-    WAIT, assert_completed, create_task, create_tool, failure_reason, poll_task, result_text,
-    shell_tool, status_message, wait_completed, wait_terminal, with_operator,
+    WAIT, assert_completed, create_tool, failure_reason, poll_task, result_text, shell_tool,
+    status_message, wait_completed, wait_terminal, with_operator,
 };
 use serde_json::json;
 
@@ -34,13 +36,7 @@ async fn an_evicted_pod_runs_again_and_the_task_completes() {
     with_operator("retry-evict", async |client, ns, _| {
         let spec = json!({"retryOnDisruption": 2});
         create_tool(&client, &ns, &shell_tool("idempotent", WORKS, spec)).await;
-        let name = create_task(&client, &ns, "idempotent", json!({}))
-            .await
-            .name_any();
-        poll_task(&client, &ns, &name, WAIT, |t| {
-            status_message(t) == "started"
-        })
-        .await;
+        let name = start_task_until(&client, &ns, "idempotent", "started").await;
         let first = pods_of(&client, &ns, &name).await;
         assert_eq!(first.len(), 1, "{first:?}");
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -74,9 +70,7 @@ async fn a_tool_that_exits_1_is_not_run_again() {
         let spec = json!({"retryOnDisruption": 2});
         let script = "echo 'no luck'; exit 1";
         create_tool(&client, &ns, &shell_tool("exits-1", script, spec)).await;
-        let name = create_task(&client, &ns, "exits-1", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "exits-1").await;
         let done = wait_terminal(&client, &ns, &name).await;
         // The tool's own exit is its answer (an error result), never a retry.
         assert_completed(&done);
@@ -118,15 +112,10 @@ async fn a_silent_tool_fails_idle_timeout_and_a_chatty_one_completes() {
         let spec = json!({"idleTimeoutSeconds": 4});
         create_tool(&client, &ns, &shell_tool("silent", silent, spec.clone())).await;
         create_tool(&client, &ns, &shell_tool("chatty", chatty, spec)).await;
-        let quiet = create_task(&client, &ns, "silent", json!({}))
-            .await
-            .name_any();
-        let talks = create_task(&client, &ns, "chatty", json!({}))
-            .await
-            .name_any();
+        let quiet = new_task(&client, &ns, "silent").await;
+        let talks = new_task(&client, &ns, "chatty").await;
 
-        let done = wait_terminal(&client, &ns, &quiet).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &quiet).await;
         assert_eq!(failure_reason(&done), "IdleTimeout");
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();

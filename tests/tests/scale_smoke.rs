@@ -7,9 +7,12 @@
 //! [`MAX_REQUESTS_PER_TASK`]: a count, never a time. docs/BENCHMARKS.md ("`make scale`") has
 //! the figures it is derived from.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::start_leader_with;
 use futures::StreamExt;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
@@ -18,7 +21,7 @@ use mcp_task_operator_harness::faults::{rss_kib, tcp_connections};
 use mcp_task_operator_harness::kwok::{
     NO_SUCH_IMAGE, RUN_FOR_ANNOTATION, ensure_fake_nodes, fake_pod_template,
 };
-use mcp_task_operator_harness::operator::{Operator, create_task, create_tool, result_text, tool};
+use mcp_task_operator_harness::operator::{create_task, create_tool, result_text, tool};
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
 use serde_json::json;
 
@@ -111,8 +114,7 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
     ensure_fake_nodes().await;
     with_temp_ns("scale-smoke", |client, ns| async move {
         ensure_crds(&client).await;
-        let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &LEASE).await;
-        operator.wait_leading().await;
+        let operator = start_leader_with(&ns, &LEASE).await;
         let idle_rss = rss_kib(operator.pid()).unwrap_or_default();
         let template = fake_pod_template(TOOL, json!({RUN_FOR_ANNOTATION: RUN_FOR}));
         let spec = json!({"ttlMs": 3_600_000, "template": template});

@@ -8,7 +8,13 @@
 //! 5. every pod of ours (operator, front end, example tools) runs at the "restricted" Pod
 //!    Security level.
 
-use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+mod common;
+
+use common::{
+    CONFORMANCE_TOOLS, accept_confirm, error_detail, prepare_examples, start_confirm_owned_by,
+    start_leader_with, static_tokens_secret, wait_failed,
+};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
@@ -16,8 +22,8 @@ use mcp_task_operator_harness::callers::{assert_unauthorized, random_token};
 use mcp_task_operator_harness::chart_access::check_release_access;
 use mcp_task_operator_harness::mcp_client::{Mcp, assert_foreign_task_looks_unknown};
 use mcp_task_operator_harness::operator::{
-    Operator, answer, create_task, create_tool, ensure_example_images, failure_reason,
-    result_is_error, result_text, shell_tool, wait_status, wait_terminal, with_operator,
+    create_task, create_tool, ensure_example_images, failure_reason, result_is_error, result_text,
+    shell_tool, wait_status, wait_terminal, with_operator,
 };
 use mcp_task_operator_harness::stack::{
     Release, apply_examples, install, mcp_url, wait_tools_ready,
@@ -25,7 +31,6 @@ use mcp_task_operator_harness::stack::{
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::json;
 
-const CONFORMANCE_TOOLS: &str = "examples/conformance/mcptools.yaml";
 const RESTOCK_TOOL: &str = "examples/restock-report/mcptool.yaml";
 const WRAP_CLI_TOOL: &str = "examples/wrap-cli/mcptool.yaml";
 /// Where the kubelet mounts a ServiceAccount token.
@@ -36,19 +41,8 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
     with_temp_ns("sec-static", |client, ns| async move {
         ensure_crds(&client).await;
         let (alice_token, bob_token) = (random_token(), random_token());
-        let mut secret = Secret::default();
-        secret.metadata.name = Some("mcp-tokens".to_owned());
-        secret.string_data = Some(
-            [(
-                "tokens.csv".to_owned(),
-                format!("{alice_token},alice\n{bob_token},bob\n"),
-            )]
-            .into(),
-        );
-        Api::<Secret>::namespaced(client.clone(), &ns)
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("create the token Secret");
+        let file = format!("{alice_token},alice\n{bob_token},bob\n");
+        static_tokens_secret(&client, &ns, file).await;
         let release = Release::new(&ns, "sec");
         let port = install(
             &ns,
@@ -103,12 +97,8 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
         assert_unauthorized(&basic, None);
 
         // Alice's task belongs to her; Bob cannot tell it from an unknown one nor touch it.
-        let id = alice
-            .start_task("confirm_delete", json!({ "filename": "a.txt" }))
-            .await;
-        alice.wait_status(&id, "input_required").await;
+        let id = start_confirm_owned_by(&client, &ns, &alice, "a.txt", "alice").await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        assert_eq!(tasks.get(&id).await.expect("task").spec.owner, "alice");
         assert_foreign_task_looks_unknown(&bob, &alice, &tasks, &id).await;
         // Bob's listen for her task is acknowledged exactly like one for an unknown ID.
         let unknown = mcp_task_operator_crds::task_id::generate();
@@ -287,18 +277,28 @@ async fn tool_pods_get_an_api_token_only_when_their_tool_asks_for_one() {
     .await;
 }
 
+const ENFORCE_RESTRICTED: &str = "pod-security.kubernetes.io/enforce=restricted";
+
+/// Applies the CRDs, imports the example images and gives `ns` the Pod Security `labels`.
+async fn restricted_ns(client: &Client, ns: &str, labels: &[&str]) {
+    prepare_examples(client).await;
+    let mut args = vec!["label", "ns", ns];
+    args.extend(labels);
+    kubectl_ok(&args);
+}
+
 #[tokio::test]
 async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
     with_temp_ns("sec-pss", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        kubectl_ok(&[
-            "label",
-            "ns",
+        restricted_ns(
+            &client,
             &ns,
-            "pod-security.kubernetes.io/enforce=restricted",
-            "pod-security.kubernetes.io/warn=restricted",
-        ]);
+            &[
+                ENFORCE_RESTRICTED,
+                "pod-security.kubernetes.io/warn=restricted",
+            ],
+        )
+        .await;
         // The PodSecurity admission plugin enforces the label: a privileged pod is refused.
         let privileged: Pod = serde_json::from_value(json!({
             "metadata": { "name": "privileged" },
@@ -385,13 +385,7 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
         }
         let confirm = ids[4].clone();
         wait_status(&client, &ns, &confirm, TaskStatus::InputRequired).await;
-        answer(
-            &client,
-            &ns,
-            &confirm,
-            json!({ "confirm-1": { "action": "accept", "content": { "confirm": true } } }),
-        )
-        .await;
+        accept_confirm(&client, &ns, &confirm).await;
         for ((tool, _, want), id) in runs.iter().zip(&ids) {
             let done = wait_terminal(&client, &ns, id).await;
             assert_eq!(done.task_status(), *want, "{tool}: {:?}", done.status);
@@ -432,17 +426,8 @@ async fn every_pod_of_ours_runs_at_the_restricted_pod_security_level() {
 #[tokio::test]
 async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
     with_temp_ns("sec-refused", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
-        kubectl_ok(&[
-            "label",
-            "ns",
-            &ns,
-            "pod-security.kubernetes.io/enforce=restricted",
-        ]);
-        let env = [("POD_REFUSED_GRACE_SECONDS", "2")];
-        let operator = Operator::start(&ns, &format!("{ns}-lease"), "operator-0", &env).await;
-        operator.wait_leading().await;
+        restricted_ns(&client, &ns, &[ENFORCE_RESTRICTED]).await;
+        let _operator = start_leader_with(&ns, &[("POD_REFUSED_GRACE_SECONDS", "2")]).await;
         // No securityContext at all: the Job controller's pods are refused. No deadline
         // either: the refusal itself ends the task.
         create_tool(
@@ -454,12 +439,10 @@ async fn a_tool_pod_the_pod_security_level_refuses_fails_its_task_as_refused() {
         wait_tools_ready(&ns);
         let task = create_task(&client, &ns, "unrestricted", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &id).await;
         assert_eq!(failure_reason(&done), "PodRefused", "{:?}", done.status);
         // The API server's refusal names the Pod Security level, in the task's error too.
-        let detail = done.status.as_ref().and_then(|s| s.error.clone());
-        let detail = detail.and_then(|e| e.data).expect("error data")["detail"].to_string();
+        let detail = error_detail(&done);
         assert!(detail.contains("violates PodSecurity"), "{detail}");
         // Why is visible on the Job: the refusal names the Pod Security level.
         let selector = format!("involvedObject.name={id},reason=FailedCreate");

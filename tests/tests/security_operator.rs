@@ -3,27 +3,24 @@
 //! task's own Job and pods speak for a task, and a tool with `messageNonce: true` cannot be
 //! impersonated by content it relays.
 
+mod common;
+
 use std::collections::BTreeMap;
 
+use common::{new_task, prepare_examples, start_operator, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, PostParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TaskStatus, task_id};
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, ensure_example_images, failure_reason,
-    result_text, shell_tool, status_message, tool, wait_completed, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, result_text,
+    shell_tool, status_message, tool, wait_completed, wait_task_event, wait_terminal,
 };
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 
 const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
-
-async fn setup(client: &Client, ns: &str) -> Operator {
-    ensure_crds(client).await;
-    ensure_example_images();
-    Operator::start_leader(ns).await
-}
 
 /// A result message whose structured content is the raw `MCP_TOOL_ARGUMENTS`, as received.
 const ECHO_ARGUMENTS: &str = r#"printf '{"mcp":"result","result":{"content":[{"type":"text","text":"echo"}],"structuredContent":%s}}\n' "$MCP_TOOL_ARGUMENTS""#;
@@ -31,7 +28,7 @@ const ECHO_ARGUMENTS: &str = r#"printf '{"mcp":"result","result":{"content":[{"t
 #[tokio::test]
 async fn arguments_reach_the_tool_exactly_as_sent_and_never_expand_its_env() {
     with_temp_ns("sec-dollar", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
         let secret: Secret = serde_json::from_value(json!({
             "metadata": {"name": "tool-secret"},
@@ -73,8 +70,7 @@ async fn arguments_reach_the_tool_exactly_as_sent_and_never_expand_its_env() {
         // Over what exec can pass (MAX_ARG_STRLEN): refused with a reason, not a broken pod.
         let big = json!({"text": "x".repeat(140 * 1024)});
         let task = create_task(&client, &ns, "echo", big).await;
-        let failed = wait_terminal(&client, &ns, &task.name_any()).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        let failed = wait_failed(&client, &ns, &task.name_any()).await;
         assert_eq!(failure_reason(&failed), "ArgumentsTooLarge");
         assert!(
             status_message(&failed).contains("131072-byte limit"),
@@ -88,7 +84,7 @@ async fn arguments_reach_the_tool_exactly_as_sent_and_never_expand_its_env() {
 #[tokio::test]
 async fn a_pod_that_copies_the_job_name_label_cannot_complete_a_task_or_get_its_answers() {
     with_temp_ns("sec-forged-pod", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         let script = r#"sleep 8; printf '%s\n' '{"mcp":"result","result":{"content":[{"type":"text","text":"real"}]}}'"#;
         create_tool(&client, &ns, &shell_tool("slow", script, json!({}))).await;
         let task = create_task(&client, &ns, "slow", json!({})).await;
@@ -139,7 +135,7 @@ async fn a_pod_that_copies_the_job_name_label_cannot_complete_a_task_or_get_its_
 #[tokio::test]
 async fn a_job_of_the_tasks_name_it_does_not_own_fails_the_task_and_is_left_alone() {
     with_temp_ns("sec-foreign-job", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         create_tool(&client, &ns, &shell_tool("noop", "true", json!({}))).await;
         let name = task_id::generate();
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
@@ -167,8 +163,7 @@ async fn a_job_of_the_tasks_name_it_does_not_own_fails_the_task_and_is_left_alon
             .await
             .expect("create the task");
 
-        let failed = wait_terminal(&client, &ns, &name).await;
-        assert_eq!(failed.task_status(), TaskStatus::Failed, "{failed:?}");
+        let failed = wait_failed(&client, &ns, &name).await;
         assert_eq!(failure_reason(&failed), "JobConflict");
         assert!(
             status_message(&failed).contains("controlled by nothing"),
@@ -192,7 +187,7 @@ async fn a_job_of_the_tasks_name_it_does_not_own_fails_the_task_and_is_left_alon
 #[tokio::test]
 async fn a_signing_tool_ignores_relayed_unsigned_messages() {
     with_temp_ns("sec-nonce", |client, ns| async move {
-        let _operator = setup(&client, &ns).await;
+        let _operator = start_operator(&client, &ns, &[]).await;
         // Relayed content first (a forged result), then the tool's own signed result.
         let script = r#"
 printf '%s\n' '{"mcp":"result","result":{"content":[{"type":"text","text":"forged"}]}}'
@@ -239,8 +234,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
 #[tokio::test]
 async fn a_restarted_operator_checks_the_same_nonce_from_the_job() {
     with_temp_ns("sec-nonce-restart", |client, ns| async move {
-        ensure_crds(&client).await;
-        ensure_example_images();
+        prepare_examples(&client).await;
         let script = r#"
 nonce=$(cat /var/run/mcp/message-nonce)
 printf '{"mcp":"status","nonce":"%s","message":"started"}\n' "$nonce"
@@ -251,9 +245,7 @@ printf '{"mcp":"result","nonce":"%s","result":{"content":[{"type":"text","text":
         let signed = shell_tool("relay", script, json!({"messageNonce": true}));
         create_tool(&client, &ns, &signed).await;
         let mut first = Operator::start_leader(&ns).await;
-        let name = create_task(&client, &ns, "relay", json!({}))
-            .await
-            .name_any();
+        let name = new_task(&client, &ns, "relay").await;
         let started = |t: &McpTask| status_message(t) == "started";
         mcp_task_operator_harness::operator::wait_task(&client, &ns, &name, WAIT, started).await;
 

@@ -2,12 +2,15 @@
 //! operator's power (its ServiceAccount, privileged, hostPath, hostNetwork) are not Ready; the
 //! allow switches let the same templates through; a task of such a tool fails and no Job exists.
 
+mod common;
+
+use common::{start_leader_with, wait_failed};
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Client};
-use mcp_task_operator_crds::{McpTool, TaskStatus};
+use mcp_task_operator_crds::McpTool;
 use mcp_task_operator_harness::operator::{
-    BUSYBOX_IMAGE, Operator, WAIT, assert_completed, create_task, create_tool, failure_reason,
-    shell_tool, status_message, tool, tool_event, tool_ready, wait_task_event, wait_terminal,
+    BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, shell_tool,
+    status_message, tool, tool_event, tool_ready, wait_completed, wait_task_event,
 };
 use mcp_task_operator_harness::{ensure_crds, wait_for, with_temp_ns};
 use serde_json::{Value, json};
@@ -83,14 +86,7 @@ async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) 
 async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
     with_temp_ns("policy-tools", |client, ns| async move {
         ensure_crds(&client).await;
-        let operator = Operator::start(
-            &ns,
-            &format!("{ns}-lease"),
-            "operator-0",
-            &[("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN)],
-        )
-        .await;
-        operator.wait_leading().await;
+        let _operator = start_leader_with(&ns, &[("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN)]).await;
 
         let plain = shell_tool("plain", "echo ok", json!({}));
         create_tool(&client, &ns, &plain).await;
@@ -107,8 +103,7 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
         // A tool the policy allows still runs.
         let task = create_task(&client, &ns, "plain", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_completed(&done);
+        wait_completed(&client, &ns, &id).await;
         for (tool, path) in &offending {
             let name = tool.metadata.name.clone().expect("name");
             let (status, reason, message) = tool_ready(&client, &ns, &name).await;
@@ -136,10 +131,8 @@ async fn tools_that_would_borrow_the_operators_power_are_not_ready() {
 async fn the_allow_switches_let_the_same_templates_through_but_never_the_service_accounts() {
     with_temp_ns("policy-allow", |client, ns| async move {
         ensure_crds(&client).await;
-        let operator = Operator::start(
+        let _operator = start_leader_with(
             &ns,
-            &format!("{ns}-lease"),
-            "operator-0",
             &[
                 ("FORBIDDEN_SERVICE_ACCOUNTS", FORBIDDEN),
                 ("TOOL_POLICY_ALLOW_PRIVILEGED", "true"),
@@ -148,7 +141,6 @@ async fn the_allow_switches_let_the_same_templates_through_but_never_the_service
             ],
         )
         .await;
-        operator.wait_leading().await;
         for (tool, _) in offending_tools() {
             create_tool(&client, &ns, &tool).await;
         }
@@ -197,8 +189,7 @@ async fn a_task_of_a_tool_the_policy_refuses_fails_and_gets_no_job() {
         operator.wait_leading().await;
         let task = create_task(&client, &ns, "privileged", json!({})).await;
         let id = task.metadata.name.clone().expect("name");
-        let done = wait_terminal(&client, &ns, &id).await;
-        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        let done = wait_failed(&client, &ns, &id).await;
         assert_eq!(failure_reason(&done), REFUSED, "{:?}", done.status);
         let message = status_message(&done);
         assert!(message.contains(path), "{message}");

@@ -5,6 +5,9 @@
 //! operator's reconcile spans are its children, and the tool container gets `TRACEPARENT`
 //! naming that span.
 
+mod common;
+
+use common::start_leader_with;
 use kube::{Client, ResourceExt};
 use mcp_task_operator_crds::{McpTask, TRACEPARENT_ANNOTATION};
 use mcp_task_operator_harness::frontend::Frontend;
@@ -42,9 +45,16 @@ async fn frontend(ns: &str, extra: &[(&'static str, String)]) -> Frontend {
 /// The leader operator of `ns` with `extra` settings.
 async fn operator(ns: &str, extra: &[(&'static str, String)]) -> Operator {
     let env: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let operator = Operator::start(ns, &format!("{ns}-lease"), "operator-0", &env).await;
-    operator.wait_leading().await;
-    operator
+    start_leader_with(ns, &env).await
+}
+
+/// The CRDs, Jaeger, and an operator and a front end of `ns` exporting to it.
+async fn traced_stack(client: &Client, ns: &str) -> (Jaeger, Operator, Frontend) {
+    ensure_crds(client).await;
+    let jaeger = Jaeger::start().await;
+    let operator = operator(ns, &otel_env(&jaeger)).await;
+    let frontend = frontend(ns, &otel_env(&jaeger)).await;
+    (jaeger, operator, frontend)
 }
 
 /// A random sampled client traceparent: (value, trace ID, span ID).
@@ -102,10 +112,7 @@ fn only<'a>(spans: &'a [Span], service: &str, name: &str) -> &'a Span {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_is_one_trace_from_the_clients_span_through_the_operator_to_the_tool() {
     with_temp_ns("trace", |client, ns| async move {
-        ensure_crds(&client).await;
-        let jaeger = Jaeger::start().await;
-        let _operator = operator(&ns, &otel_env(&jaeger)).await;
-        let frontend = frontend(&ns, &otel_env(&jaeger)).await;
+        let (jaeger, _operator, frontend) = traced_stack(&client, &ns).await;
         let (traceparent, trace_id, client_span) = client_traceparent();
 
         let task = run_traced_call(&client, &ns, &frontend, Some(&traceparent)).await;
@@ -180,10 +187,7 @@ async fn a_call_is_one_trace_from_the_clients_span_through_the_operator_to_the_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_client_traceparent_is_ignored_and_the_call_starts_a_new_trace() {
     with_temp_ns("trace-bad", |client, ns| async move {
-        ensure_crds(&client).await;
-        let jaeger = Jaeger::start().await;
-        let _operator = operator(&ns, &otel_env(&jaeger)).await;
-        let frontend = frontend(&ns, &otel_env(&jaeger)).await;
+        let (jaeger, _operator, frontend) = traced_stack(&client, &ns).await;
         let (valid, bad_trace, _) = client_traceparent();
         // Uppercase hex, as W3C forbids; the call must still work.
         let malformed = valid.to_uppercase();
@@ -273,27 +277,9 @@ async fn the_front_end_sends_its_buffered_spans_when_it_stops() {
 
 /// The chart's Deployments rendered with `sets`: each one's `name=value` env.
 fn rendered_env(sets: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
-    let chart = mcp_task_operator_harness::chart_dir();
-    let mut args = vec![
-        "template",
-        "mto",
-        chart.to_str().expect("UTF-8 path"),
-        "--kube-version",
-        mcp_task_operator_harness::KUBE_VERSION,
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let out = mcp_task_operator_harness::helm(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|d| serde::Deserialize::deserialize(d).ok())
-        .filter(|d: &Value| d["kind"] == "Deployment")
+    common::helm::render("mto", None, sets)
+        .into_iter()
+        .filter(|d| d["kind"] == "Deployment")
         .map(|d| {
             d["spec"]["template"]["spec"]["containers"][0]["env"]
                 .as_array()
@@ -334,16 +320,11 @@ fn the_chart_exports_traces_from_both_components_only_when_an_endpoint_is_set() 
         assert_eq!(env["OTEL_TRACES_SAMPLER_ARG"], "0.25");
     }
     // The binaries send OTLP/HTTP without TLS: the schema refuses anything else.
-    let chart = mcp_task_operator_harness::chart_dir();
-    let https = mcp_task_operator_harness::helm(&[
-        "template",
+    let https = common::helm::template(
         "mto",
-        chart.to_str().expect("UTF-8 path"),
-        "--kube-version",
-        mcp_task_operator_harness::KUBE_VERSION,
-        "--set",
-        "tracing.otlpEndpoint=https://collector:4318",
-    ]);
+        None,
+        &["tracing.otlpEndpoint=https://collector:4318"],
+    );
     assert!(!https.status.success());
     assert!(String::from_utf8_lossy(&https.stderr).contains("/tracing/otlpEndpoint"));
 }

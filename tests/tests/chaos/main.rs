@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
@@ -27,15 +28,17 @@ use mcp_task_operator_harness::faults::{
     JobRecorder, Partition, Restore, cluster_ctl, container_pid, pod_is_ready, pods_ready,
 };
 use mcp_task_operator_harness::mcp_client::{Mcp, framed};
-use mcp_task_operator_harness::operator::{TaskRecorder, ensure_example_images};
+use mcp_task_operator_harness::operator::TaskRecorder;
 use mcp_task_operator_harness::stack::{
     NODE_IP, Release, TWO_REPLICAS, apply_examples, install, output_text,
 };
 use mcp_task_operator_harness::traffic::{Record, Traffic, wait_for_tools};
-use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
+use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
 use tokio::task::{JoinHandle, block_in_place};
 
+#[path = "../common/mod.rs"]
+mod common;
 mod faults;
 mod wave;
 
@@ -147,12 +150,11 @@ struct Suite {
 async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partition() {
     with_temp_ns("chaos", |client, ns| async move {
         let begun = Instant::now();
-        ensure_crds(&client).await;
-        block_in_place(ensure_example_images);
+        prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, TWO_REPLICAS));
         let token = caller_token(&client, &ns, RELEASE, "chaos-client").await;
-        apply_examples(&client, &ns, &["examples/conformance/mcptools.yaml"]).await;
+        apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let url = format!("http://{NODE_IP}:{port}/mcp");
         let traffic = Traffic::new(&url, Record::default()).with_token(&token);
         wait_for_tools(

@@ -4,10 +4,12 @@
 //! of each ServiceAccount in both scopes is `security.rs`'s.
 
 mod apf;
+#[path = "../common/mod.rs"]
+mod common;
 mod lifecycle;
 
-use mcp_task_operator_harness::{KUBE_VERSION, chart_dir, helm};
-use serde::Deserialize;
+use common::helm::{of_kind, template};
+use mcp_task_operator_harness::{chart_dir, helm};
 use serde_json::Value;
 
 const RELEASE: &str = "mto";
@@ -26,28 +28,7 @@ fn helm_ok(args: &[&str]) -> String {
 
 /// `helm template` of the chart in namespace `ns` with `--set` values, as JSON documents.
 fn render(ns: &str, sets: &[&str]) -> Vec<Value> {
-    let chart = chart_dir();
-    let mut args = vec![
-        "template",
-        RELEASE,
-        chart.to_str().expect("UTF-8 path"),
-        "-n",
-        ns,
-        "--kube-version",
-        KUBE_VERSION,
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let text = helm_ok(&args);
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).expect("helm renders YAML"))
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    docs.iter().filter(|d| d["kind"] == kind).collect()
+    common::helm::render(RELEASE, Some(ns), sets)
 }
 
 fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
@@ -279,17 +260,8 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         &["frontend.auth.tokenReview.audiences=null"],
         &["frontend.authorization.mode=abac"],
     ] {
-        let mut args = vec![
-            "template",
-            RELEASE,
-            chart.to_str().expect("UTF-8 path"),
-            "--kube-version",
-            KUBE_VERSION,
-        ];
-        for set in bad {
-            args.extend(["--set", set]);
-        }
-        assert!(!helm(&args).status.success(), "{bad:?} must be refused");
+        let refused = !template(RELEASE, None, bad).status.success();
+        assert!(refused, "{bad:?} must be refused");
     }
 }
 

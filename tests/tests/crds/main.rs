@@ -69,6 +69,26 @@ where
     .await
 }
 
+/// One wrong edit of a valid object: what it is, the edit, and what the refusal must say.
+type Edit = (&'static str, fn(&mut Value), &'static str);
+
+/// Applies each of `edits` to its own `base` object (named `{prefix}-{i}`) and asserts that the
+/// API server refuses it as the edit says.
+async fn assert_edits_refused<K>(
+    api: &Api<K>,
+    base: fn(&str) -> Value,
+    prefix: &str,
+    edits: &[Edit],
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    for (i, (what, edit, expected)) in edits.iter().enumerate() {
+        let mut object = base(&format!("{prefix}-{i}"));
+        edit(&mut object);
+        assert_refused(what, apply(api, &object).await, expected);
+    }
+}
+
 /// Asserts that `result` is a 422 whose message contains `expected`.
 fn assert_refused<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>, expected: &str) {
     match result {

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn invalid_tasks_are_refused_with_the_reason() {
-    type Edit = fn(&mut Value);
-    let specs: [(&str, Edit, &str); 4] = [
+    let specs: [Edit; 4] = [
         (
             "negative ttlMs",
             |t| set(t, "/spec/ttlMs", json!(-1)),
@@ -71,11 +70,7 @@ async fn invalid_tasks_are_refused_with_the_reason() {
         |client: Client, ns: String| async move {
             ensure_crds(&client).await;
             let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-            for (i, (what, edit, expected)) in specs.into_iter().enumerate() {
-                let mut task = task_json(&format!("spec-{i}"));
-                edit(&mut task);
-                assert_refused(what, apply(&tasks, &task).await, expected);
-            }
+            assert_edits_refused(&tasks, task_json, "spec", &specs).await;
             apply(&tasks, &task_json("target"))
                 .await
                 .expect("base task accepted");

@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn invalid_tools_are_refused_with_the_reason() {
-    type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 11] = [
+    let cases: [Edit; 11] = [
         (
             "bad taskSupport",
             |t| set(t, "/spec/taskSupport", json!("always")),
@@ -81,11 +80,7 @@ async fn invalid_tools_are_refused_with_the_reason() {
         |client: Client, ns: String| async move {
             ensure_crds(&client).await;
             let tools: Api<McpTool> = Api::namespaced(client.clone(), &ns);
-            for (i, (what, edit, expected)) in cases.into_iter().enumerate() {
-                let mut tool = tool_json(&format!("tool-{i}"));
-                edit(&mut tool);
-                assert_refused(what, apply(&tools, &tool).await, expected);
-            }
+            assert_edits_refused(&tools, tool_json, "tool", &cases).await;
             // The base object itself is fine, so each refusal is down to its one edit.
             apply(&tools, &tool_json("base"))
                 .await
