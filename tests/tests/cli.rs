@@ -58,7 +58,10 @@ fn kubectl_mcp(plugin: &Path, args: &[&str]) -> Output {
         .expect("kubectl runs")
 }
 
-/// One tmux server of its own (its own socket), so nothing of the user's is touched.
+/// One tmux server of its own (its own socket), so nothing of the user's is touched. Each
+/// terminal needs a socket no earlier one used: `kill-server` returns before the old server has
+/// gone, and a new session on its socket can reach the dying server ("server exited
+/// unexpectedly").
 struct Terminal {
     socket: String,
 }
@@ -179,7 +182,7 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         // 1. A call followed live: every progress message, then the result, exit 0.
         let words = with(&["call", "slow_compute", "seconds=4", "label=cli", "--follow"]);
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        let term = Terminal::start(&socket, &plugin, &words);
+        let term = Terminal::start(&format!("{socket}-follow"), &plugin, &words);
         let screen = term.wait_for("EXIT=").await;
         println!("--- kubectl mcp call slow_compute seconds=4 label=cli --follow\n{screen}");
         // Polled at the advised interval: some of the four progress messages, not all.
@@ -200,7 +203,7 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         // 2. A question asked in the terminal and answered by typing.
         let words = with(&["call", "confirm_delete", "filename=r.txt", "--follow"]);
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        let term = Terminal::start(&socket, &plugin, &words);
+        let term = Terminal::start(&format!("{socket}-answer"), &plugin, &words);
         term.wait_for("Delete r.txt? This cannot be undone.").await;
         let screen = term.wait_for("confirm (boolean): ").await;
         assert!(screen.contains("input_required"), "{screen}");
