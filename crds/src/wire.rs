@@ -22,6 +22,20 @@ use serde_json::{Map, Value};
 
 use crate::{McpTask, TaskError, TaskStatus};
 
+/// The stored states under `crds/tests/fixtures/wire/`, each a `<case>.yaml` McpTask and the
+/// `<case>.get.json` its `tasks/get` carries: the wire tests of this crate, the front end and the
+/// cluster suite walk this one list. The first, `new`, has no status yet.
+pub const FIXTURE_CASES: [&str; 8] = [
+    "new",
+    "working",
+    "input_required",
+    "input_answered",
+    "completed",
+    "tool_error",
+    "failed",
+    "cancelled",
+];
+
 /// `_meta` key of the subscription a `notifications/tasks` message belongs to.
 pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 /// `_meta` key of the 2025-11-25 related-task marker, which must not appear on inlined results.

@@ -39,20 +39,9 @@ fn create_json(case: &str) -> Value {
     json
 }
 
-const GET_CASES: [&str; 8] = [
-    "new",
-    "working",
-    "input_required",
-    "input_answered",
-    "completed",
-    "tool_error",
-    "failed",
-    "cancelled",
-];
-
 #[test]
 fn get_task_result_matches_fixture_for_every_status() {
-    for case in GET_CASES {
+    for case in FIXTURE_CASES {
         assert_eq!(get_json(case), expected(case, "get"), "case {case}");
     }
 }
@@ -66,7 +55,7 @@ fn create_task_result_is_flat_with_result_type_task() {
 
 #[test]
 fn create_task_result_never_inlines_payloads() {
-    for case in GET_CASES {
+    for case in FIXTURE_CASES {
         let json = create_json(case);
         assert_eq!(json["resultType"], "task", "case {case}");
         for key in [
@@ -84,7 +73,7 @@ fn create_task_result_never_inlines_payloads() {
 
 #[test]
 fn ttl_ms_is_always_present_and_null_when_unlimited() {
-    for case in GET_CASES {
+    for case in FIXTURE_CASES {
         let get = get_json(case);
         assert!(
             get.as_object().expect("object").contains_key("ttlMs"),
@@ -113,7 +102,7 @@ fn poll_interval_ms_is_absent_when_unset() {
 
 #[test]
 fn payload_keys_appear_only_with_their_status() {
-    for case in GET_CASES {
+    for case in FIXTURE_CASES {
         let get = get_json(case);
         let status = get["status"].as_str().expect("status is a string");
         assert_eq!(

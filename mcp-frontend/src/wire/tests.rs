@@ -91,16 +91,7 @@ fn fixture(name: &str) -> String {
 
 #[test]
 fn rmcp_types_carry_every_fixture_state_exactly() {
-    for case in [
-        "new",
-        "working",
-        "input_required",
-        "input_answered",
-        "completed",
-        "tool_error",
-        "failed",
-        "cancelled",
-    ] {
+    for case in mcp_task_operator_crds::wire::FIXTURE_CASES {
         let stored: McpTask = serde_yaml::from_str(&fixture(&format!("{case}.yaml"))).unwrap();
         let expected: Value = serde_json::from_str(&fixture(&format!("{case}.get.json"))).unwrap();
         // At creation, so the advised interval is the tool's own.

@@ -1,6 +1,8 @@
 //! Invalid `McpTask` objects are refused with the reason; a terminal task's status and every
 //! task's spec are immutable; the wire fixtures are objects the API server accepts.
 
+use mcp_task_operator_crds::wire::FIXTURE_CASES;
+
 use super::*;
 
 #[tokio::test]
@@ -168,19 +170,12 @@ async fn terminal_status_and_spec_are_immutable_but_input_responses_change() {
 
 #[tokio::test]
 async fn wire_fixtures_are_objects_the_api_server_accepts() {
-    let cases = [
-        "working",
-        "input_required",
-        "input_answered",
-        "completed",
-        "tool_error",
-        "failed",
-        "cancelled",
-    ];
+    // Every stored state but `new`, which has no status to write.
+    let cases = &FIXTURE_CASES[1..];
     with_temp_ns("crds-fixtures", |client: Client, ns: String| async move {
         ensure_crds(&client).await;
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
-        for (i, case) in cases.into_iter().enumerate() {
+        for (i, case) in cases.iter().enumerate() {
             let mut object = repo_yaml(&format!("crds/tests/fixtures/wire/{case}.yaml"));
             let name = format!("fixture-{i}");
             set(&mut object, "/metadata/name", json!(name));
