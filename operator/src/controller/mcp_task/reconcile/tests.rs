@@ -133,6 +133,16 @@ async fn run(task: McpTask, calls: Vec<Call>) -> (Action, Vec<Value>) {
     crate::fixtures::api::run(reconcile, task, calls).await
 }
 
+/// Like [`run`], at the clock `now` (RFC 3339) instead of the wall clock.
+async fn run_at(task: McpTask, calls: Vec<Call>, now: &str) -> (Action, Vec<Value>) {
+    let (ctx, server, _triggers) = crate::fixtures::api::context(calls);
+    let now = now.parse().expect("an RFC 3339 time");
+    let action = super::reconcile_task(&task, &ctx, now)
+        .await
+        .expect("reconcile succeeds");
+    (action, server.await.expect("every expected call was made"))
+}
+
 /// Reconciles `task`, whose Job does not exist, with the namespace's tools `items`, to a
 /// terminal status: the request bodies (the status write at 3, its Event at 4).
 async fn end_without_job(task: McpTask, items: Vec<McpTool>) -> Vec<Value> {
@@ -183,13 +193,14 @@ async fn terminal_task_without_ttl_makes_no_calls() {
 
 #[tokio::test]
 async fn expired_task_is_deleted() {
-    // The fixture was created on 2026-08-01 with a one-hour TTL.
+    // The fixture was created at 2026-08-01T12:00:00Z with a one-hour TTL: at 13:00 it has
+    // expired, whatever the wall clock says.
     let ended = with_status(task(), TaskStatus::Completed, None);
     let calls = vec![
         Call::event("tools"),
         Call::ok(Method::DELETE, TASK, serde_json::to_value(task()).unwrap()),
     ];
-    let (action, _) = run(ended, calls).await;
+    let (action, _) = run_at(ended, calls, "2026-08-01T13:00:00Z").await;
     assert_eq!(action, Action::await_change());
 }
 
