@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::McpTask;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -28,6 +29,17 @@ pub mod tombstones;
 /// and serves it no more; the front end answers such a task as not found.
 pub fn is_deleted(task: &McpTask) -> bool {
     task.metadata.deletion_timestamp.is_some()
+}
+
+/// The last state of a task that is gone, marked deleted (its `deletionTimestamp` kept when it
+/// has one, else now): what a store publishes once when it drops a task.
+pub fn tombstone(last: &McpTask) -> Arc<McpTask> {
+    let mut tombstone = last.clone();
+    tombstone
+        .metadata
+        .deletion_timestamp
+        .get_or_insert_with(|| Time(Timestamp::now()));
+    Arc::new(tombstone)
 }
 
 /// Where a [`TaskStore::get`] found its answer.

@@ -82,12 +82,7 @@ impl MemoryStore {
             .remove(id);
         self.misses.insert(id, Instant::now());
         if let Some(last) = removed {
-            let mut tombstone = McpTask::clone(&last);
-            tombstone
-                .metadata
-                .deletion_timestamp
-                .get_or_insert_with(|| Time(Timestamp::now()));
-            let _ = self.changes.send(Arc::new(tombstone));
+            let _ = self.changes.send(super::tombstone(&last));
         }
     }
 

@@ -4,8 +4,6 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use mcp_task_operator_crds::McpTask;
@@ -64,12 +62,7 @@ impl KubeTaskStore {
         self.tombstones.insert(name, uid, now);
         self.misses.insert(name, now);
         if let Some(last) = last.or(own) {
-            let mut tombstone = McpTask::clone(&last);
-            tombstone
-                .metadata
-                .deletion_timestamp
-                .get_or_insert_with(|| Time(Timestamp::now()));
-            let _ = self.changes.send(Arc::new(tombstone));
+            let _ = self.changes.send(crate::store::tombstone(&last));
         }
     }
 }
