@@ -19,6 +19,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::auth::Caller;
 use crate::bounds;
@@ -359,15 +360,7 @@ async fn run_as_task(
     // The store counts the task from here on.
     drop(reservation);
     if let Some(changes) = changes.as_mut() {
-        let id = latest.task_id().to_owned();
-        let waited = tokio::select! {
-            waited = wait_for_task(state, latest.clone(), changes, limit) => waited?,
-            () = context.ct.cancelled() => {
-                cancel_quietly(state, &id).await;
-                return Err(Error::CallAbandoned);
-            }
-        };
-        latest = match waited {
+        latest = match wait_or_cancel(state, latest.clone(), changes, limit, context).await? {
             Waited::Settled(done) if done.task_status() == TaskStatus::Completed => {
                 let mut result = wire::call_tool_result(&done)?;
                 result.meta.get_or_insert_with(server_info_meta);
@@ -405,23 +398,14 @@ async fn run_synchronously(
         .min(state.config.request_timeout.saturating_sub(SYNC_MARGIN));
     // A synchronous caller cannot answer mid-task input (that needs tasks/update), so input
     // it is shown ends the wait as well.
-    let outcome = tokio::select! {
-        outcome = wait_for_task(state, current, &mut changes, limit) => outcome?,
-        () = context.ct.cancelled() => {
-            cancel_quietly(state, &id).await;
-            return Err(Error::CallAbandoned);
-        }
-    };
+    let outcome = wait_or_cancel(state, current, &mut changes, limit, context).await?;
     let Waited::Settled(finished) = outcome else {
         cancel_quietly(state, &id).await;
-        let text = format!(
+        return Ok(tool_error(format!(
             "Tool {} did not finish within {} s; the call was cancelled.",
             entry.name(),
             limit.as_secs()
-        );
-        return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-            ContentBlock::text(text),
-        ])));
+        )));
     };
     match finished.task_status() {
         TaskStatus::Completed => Ok(CallToolResponse::Complete(wire::call_tool_result(
@@ -432,20 +416,39 @@ async fn run_synchronously(
         )),
         TaskStatus::InputRequired => {
             cancel_quietly(state, &id).await;
-            let text = format!(
+            Ok(tool_error(format!(
                 "Tool {} needs input while it runs; call it with the io.modelcontextprotocol/tasks \
                  extension to answer. The call was cancelled.",
                 entry.name()
-            );
-            Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                ContentBlock::text(text),
-            ])))
+            )))
         }
-        TaskStatus::Cancelled | TaskStatus::Working => {
-            let text = format!("Tool {} was cancelled before it finished.", entry.name());
-            Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                ContentBlock::text(text),
-            ])))
+        TaskStatus::Cancelled | TaskStatus::Working => Ok(tool_error(format!(
+            "Tool {} was cancelled before it finished.",
+            entry.name()
+        ))),
+    }
+}
+
+/// A finished call whose result is the tool error `text` (`isError: true`).
+fn tool_error(text: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text)]))
+}
+
+/// Waits for the task as [`wait_for_task`] does; a caller that goes away meanwhile cancels
+/// the task (it can no longer learn how it ends) and the call ends as abandoned.
+async fn wait_or_cancel(
+    state: &AppState,
+    task: Arc<McpTask>,
+    changes: &mut broadcast::Receiver<Arc<McpTask>>,
+    limit: Duration,
+    context: &RequestContext<RoleServer>,
+) -> Result<Waited> {
+    let id = task.task_id().to_owned();
+    tokio::select! {
+        waited = wait_for_task(state, task, changes, limit) => waited,
+        () = context.ct.cancelled() => {
+            cancel_quietly(state, &id).await;
+            Err(Error::CallAbandoned)
         }
     }
 }

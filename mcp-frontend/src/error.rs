@@ -398,26 +398,19 @@ mod tests {
 
     #[test]
     fn statuses_follow_the_reference() {
-        assert_eq!(
-            http_status(ErrorCode::HEADER_MISMATCH, false),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            http_status(ErrorCode::METHOD_NOT_FOUND, false),
-            StatusCode::NOT_FOUND
-        );
-        assert_eq!(
-            http_status(ErrorCode::INVALID_PARAMS, true),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            http_status(ErrorCode::INVALID_PARAMS, false),
-            StatusCode::OK
-        );
-        assert_eq!(
-            http_status(ErrorCode::INTERNAL_ERROR, false),
-            StatusCode::OK
-        );
+        for (code, malformed, expected) in [
+            (ErrorCode::HEADER_MISMATCH, false, StatusCode::BAD_REQUEST),
+            (ErrorCode::METHOD_NOT_FOUND, false, StatusCode::NOT_FOUND),
+            (ErrorCode::INVALID_PARAMS, true, StatusCode::BAD_REQUEST),
+            (ErrorCode::INVALID_PARAMS, false, StatusCode::OK),
+            (ErrorCode::INTERNAL_ERROR, false, StatusCode::OK),
+        ] {
+            assert_eq!(
+                http_status(code, malformed),
+                expected,
+                "{code:?}, {malformed}"
+            );
+        }
     }
 
     #[test]

@@ -76,12 +76,18 @@ impl McpHandler {
         }
     }
 
-    /// Counts one answered `tasks/*` request by its outcome.
-    fn count_task_request<T>(&self, method: &'static str, answer: &Result<T, Error>) {
+    /// Answers one `tasks/*` request and counts it by its outcome.
+    async fn counted<T>(
+        &self,
+        method: &'static str,
+        answer: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, ErrorData> {
+        let answer = answer.await;
         let outcome = answer
             .as_ref()
             .map_or_else(Error::category, |_| metrics::OK);
         self.state.metrics.task_request(method, outcome);
+        Ok(answer?)
     }
 }
 
@@ -213,13 +219,10 @@ impl ServerHandler for McpHandler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let answer = async {
-            let caller = caller(&context)?;
-            tasks::get_task(&self.state, &caller, &request.task_id).await
-        }
-        .await;
-        self.count_task_request("tasks/get", &answer);
-        Ok(answer?)
+        self.counted("tasks/get", async {
+            tasks::get_task(&self.state, &caller(&context)?, &request.task_id).await
+        })
+        .await
     }
 
     async fn update_task(
@@ -227,19 +230,12 @@ impl ServerHandler for McpHandler {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let answer = async {
+        self.counted("tasks/update", async {
             let caller = caller(&context)?;
-            tasks::update_task(
-                &self.state,
-                &caller,
-                &request.task_id,
-                request.input_responses,
-            )
-            .await
-        }
-        .await;
-        self.count_task_request("tasks/update", &answer);
-        Ok(answer?)
+            let answers = request.input_responses;
+            tasks::update_task(&self.state, &caller, &request.task_id, answers).await
+        })
+        .await
     }
 
     async fn cancel_task(
@@ -247,13 +243,10 @@ impl ServerHandler for McpHandler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let answer = async {
-            let caller = caller(&context)?;
-            tasks::cancel_task(&self.state, &caller, &request.task_id).await
-        }
-        .await;
-        self.count_task_request("tasks/cancel", &answer);
-        Ok(answer?)
+        self.counted("tasks/cancel", async {
+            tasks::cancel_task(&self.state, &caller(&context)?, &request.task_id).await
+        })
+        .await
     }
 
     /// Requests rmcp could not parse into a known method. For `tasks/*` that means missing or

@@ -23,20 +23,23 @@ pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
 
 /// The authenticated identity of the request (what authorization asks about).
 pub fn identity(context: &RequestContext<RoleServer>) -> Result<Arc<Identity>, Error> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(Identity::from_parts)
-        .cloned()
-        .ok_or(Error::MissingCaller)
+    from_parts(context, Identity::from_parts)
 }
 
 /// The authenticated caller of the request.
 pub fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, Error> {
+    from_parts(context, Caller::from_parts)
+}
+
+/// What authentication put into the HTTP request's extensions, read by `read`.
+fn from_parts<T: Clone>(
+    context: &RequestContext<RoleServer>,
+    read: impl FnOnce(&axum::http::request::Parts) -> Option<&T>,
+) -> Result<T, Error> {
     context
         .extensions
         .get::<axum::http::request::Parts>()
-        .and_then(Caller::from_parts)
+        .and_then(read)
         .cloned()
         .ok_or(Error::MissingCaller)
 }
