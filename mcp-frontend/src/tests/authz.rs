@@ -85,26 +85,16 @@ async fn a_refused_tools_call_answers_exactly_as_an_unknown_tool() {
     let (state, store) = rbac_state();
     // slow_compute exists but alice may not call it; "nope" does not exist. Arguments are
     // wrong on purpose: the refusal comes before any check that would tell the two apart.
-    let (_, refused) = call_as(
-        &state,
-        "tok-alice",
-        rpc(
-            "tools/call",
-            json!({"name": "slow_compute", "arguments": {"seconds": "x"},
-            "_meta": meta(true)}),
-        ),
-    )
-    .await;
-    let (_, unknown) = call_as(
-        &state,
-        "tok-alice",
-        rpc(
-            "tools/call",
-            json!({"name": "nope", "arguments": {"seconds": "x"},
-            "_meta": meta(true)}),
-        ),
-    )
-    .await;
+    let mut answers = Vec::new();
+    for name in ["slow_compute", "nope"] {
+        let params = json!({"name": name, "arguments": {"seconds": "x"}, "_meta": meta(true)});
+        answers.push(
+            call_as(&state, "tok-alice", rpc("tools/call", params))
+                .await
+                .1,
+        );
+    }
+    let [refused, unknown] = <[Value; 2]>::try_from(answers).expect("two answers");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert_eq!(
         refused["error"]["message"]

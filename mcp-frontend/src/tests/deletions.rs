@@ -84,11 +84,7 @@ async fn deleting_a_running_task_ends_its_listen_stream_and_it_reads_as_not_foun
 #[tokio::test]
 async fn a_finished_task_leaves_the_stream_quietly_and_the_others_go_on() {
     let (state, store) = test_state();
-    let finished = stored_task(
-        &store,
-        anonymous(),
-        Some(status(json!({"status": "cancelled"}))),
-    );
+    let finished = stored_with(&store, json!({"status": "cancelled"}));
     let running = stored_task(&store, anonymous(), working());
     let mut stream = Stream::open(&state, &[&finished, &running]).await;
     stream.next().await.unwrap();

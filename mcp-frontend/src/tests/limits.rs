@@ -23,11 +23,7 @@ async fn calls_beyond_the_active_task_quota_get_31002_and_create_nothing() {
     let (state, store) = test_state_with(&[("MAX_ACTIVE_TASKS_PER_CALLER", "2")]);
     let first = stored_task(&store, anonymous(), working());
     // Terminal tasks and other callers' tasks do not count.
-    stored_task(
-        &store,
-        anonymous(),
-        Some(status(json!({"status": "cancelled"}))),
-    );
+    stored_with(&store, json!({"status": "cancelled"}));
     stored_task(&store, "someone-else", working());
     let (_, body) = call(&state, start_task(json!({"seconds": 1}))).await;
     assert_eq!(body["result"]["resultType"], "task", "{body}");
@@ -176,11 +172,10 @@ async fn update_answers_that_would_overflow_the_task_are_refused_unstored() {
         json!({"method": "elicitation/create", "params": {"mode": "form",
         "message": message, "requestedSchema": {"type": "object"}}})
     };
-    let id = stored_task(
+    let id = stored_with(
         &store,
-        anonymous(),
-        Some(status(json!({"status": "input_required",
-            "inputRequests": {"a": ask("A?"), "b": ask("B?")}}))),
+        json!({"status": "input_required",
+            "inputRequests": {"a": ask("A?"), "b": ask("B?")}}),
     );
     let answer = |pad: usize| json!({"action": "accept", "content": {"t": "x".repeat(pad)}});
     let update = |key: &str, pad: usize| {

@@ -224,6 +224,11 @@ pub fn stored_task(store: &MemoryStore, owner: &str, status: Option<McpTaskStatu
     id
 }
 
+/// An anonymous caller's stored task whose status is `value` (JSON, as the operator writes it).
+pub fn stored_with(store: &MemoryStore, value: Value) -> String {
+    stored_task(store, anonymous(), Some(status(value)))
+}
+
 /// A status value from JSON (camelCase, as the operator writes it).
 pub fn status(value: Value) -> McpTaskStatus {
     serde_json::from_value(value).unwrap()
@@ -231,9 +236,19 @@ pub fn status(value: Value) -> McpTaskStatus {
 
 /// `tasks/get` for `id` from a declaring client.
 pub async fn get_task(state: &AppState, id: &str) -> (StatusCode, Value) {
+    task_request(state, "tasks/get", id).await
+}
+
+/// `tasks/cancel` for `id` from a declaring client.
+pub async fn cancel_task(state: &AppState, id: &str) -> (StatusCode, Value) {
+    task_request(state, "tasks/cancel", id).await
+}
+
+/// `method` with only `taskId` (and the request `_meta`) from a declaring client.
+async fn task_request(state: &AppState, method: &str, id: &str) -> (StatusCode, Value) {
     call(
         state,
-        rpc("tasks/get", json!({"taskId": id, "_meta": meta(true)})),
+        rpc(method, json!({"taskId": id, "_meta": meta(true)})),
     )
     .await
 }
@@ -244,4 +259,12 @@ pub fn anonymous() -> &'static str {
 
 pub fn working() -> Option<McpTaskStatus> {
     Some(status(json!({"status": "working"})))
+}
+
+/// Asserts the answer is the -32021 refusal (HTTP 400) of a request that needs a client
+/// capability, and returns the capabilities it names (`error.data.requiredCapabilities`).
+pub fn required_capabilities(status: StatusCode, body: &Value) -> &Value {
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], -32021, "{body}");
+    &body["error"]["data"]["requiredCapabilities"]
 }

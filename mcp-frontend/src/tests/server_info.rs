@@ -22,23 +22,12 @@ async fn update_and_cancel_acks_carry_server_info() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ack["result"]["resultType"], "complete");
     assert_server_info(&ack);
-    let (status, ack) = call(
-        &state,
-        rpc("tasks/cancel", json!({"taskId": id, "_meta": meta(true)})),
-    )
-    .await;
+    let (status, ack) = cancel_task(&state, &id).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ack["result"]["resultType"], "complete");
     assert_server_info(&ack);
     // Errors have no result to complete.
-    let (_, error) = call(
-        &state,
-        rpc(
-            "tasks/cancel",
-            json!({"taskId": task_id::generate(), "_meta": meta(true)}),
-        ),
-    )
-    .await;
+    let (_, error) = cancel_task(&state, &task_id::generate()).await;
     assert_eq!(error["error"]["code"], -32602, "{error}");
 }
 

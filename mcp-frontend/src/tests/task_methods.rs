@@ -90,13 +90,10 @@ async fn expired_tasks_answer_task_has_expired_to_their_owner() {
 #[tokio::test]
 async fn get_shows_each_status_with_its_payload() {
     let (state, store) = test_state();
-    let completed = stored_task(
+    let completed = stored_with(
         &store,
-        anonymous(),
-        Some(status(
-            json!({"status": "completed", "statusMessage": "done",
+        json!({"status": "completed", "statusMessage": "done",
         "result": {"content": [{"type": "text", "text": "ok"}], "isError": true}}),
-        )),
     );
     let (_, body) = get_task(&state, &completed).await;
     let result = &body["result"];
@@ -107,11 +104,10 @@ async fn get_shows_each_status_with_its_payload() {
     assert_eq!(result["result"]["isError"], true);
     assert!(result.get("error").is_none() && result.get("requestState").is_none());
 
-    let failed = stored_task(
+    let failed = stored_with(
         &store,
-        anonymous(),
-        Some(status(json!({"status": "failed",
-        "error": {"code": -32603, "message": "boom"}}))),
+        json!({"status": "failed",
+        "error": {"code": -32603, "message": "boom"}}),
     );
     let (_, body) = get_task(&state, &failed).await;
     assert_eq!(body["result"]["status"], "failed");
@@ -121,11 +117,7 @@ async fn get_shows_each_status_with_its_payload() {
     );
     assert!(body["result"].get("result").is_none());
 
-    let cancelled = stored_task(
-        &store,
-        anonymous(),
-        Some(status(json!({"status": "cancelled"}))),
-    );
+    let cancelled = stored_with(&store, json!({"status": "cancelled"}));
     let (_, body) = get_task(&state, &cancelled).await;
     assert_eq!(body["result"]["status"], "cancelled");
     assert_eq!(body["result"]["ttlMs"], 3_600_000);
@@ -139,11 +131,10 @@ fn elicitation(message: &str) -> Value {
 #[tokio::test]
 async fn update_merges_only_outstanding_answers_and_get_drops_answered_keys() {
     let (state, store) = test_state();
-    let id = stored_task(
+    let id = stored_with(
         &store,
-        anonymous(),
-        Some(status(json!({"status": "input_required",
-        "inputRequests": {"a": elicitation("A?"), "b": elicitation("B?")}}))),
+        json!({"status": "input_required",
+        "inputRequests": {"a": elicitation("A?"), "b": elicitation("B?")}}),
     );
     let (_, body) = get_task(&state, &id).await;
     let requests = body["result"]["inputRequests"].as_object().unwrap();
@@ -174,11 +165,7 @@ async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
     let (state, store) = test_state();
     let id = stored_task(&store, anonymous(), working());
     for _ in 0..2 {
-        let (status, ack) = call(
-            &state,
-            rpc("tasks/cancel", json!({"taskId": id, "_meta": meta(true)})),
-        )
-        .await;
+        let (status, ack) = cancel_task(&state, &id).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(ack["result"]["resultType"], "complete");
     }
@@ -191,18 +178,11 @@ async fn cancel_sets_the_annotation_once_and_acks_terminal_tasks_unchanged() {
         .unwrap();
     assert!(annotations.contains_key(CANCEL_REQUESTED_ANNOTATION));
 
-    let done = stored_task(
+    let done = stored_with(
         &store,
-        anonymous(),
-        Some(status(
-            json!({"status": "completed", "result": {"content": []}}),
-        )),
+        json!({"status": "completed", "result": {"content": []}}),
     );
-    let (_, ack) = call(
-        &state,
-        rpc("tasks/cancel", json!({"taskId": done, "_meta": meta(true)})),
-    )
-    .await;
+    let (_, ack) = cancel_task(&state, &done).await;
     assert_eq!(ack["result"]["resultType"], "complete");
     assert!(!store.peek(&done).unwrap().is_cancel_requested());
 }

@@ -26,12 +26,9 @@ async fn a_reserved_tool_code_is_an_internal_error_in_tasks_get() {
         json!({"toolCode": -32021, "toolMessage": "needs tasks"})
     );
 
-    let application = stored_task(
+    let application = stored_with(
         &store,
-        anonymous(),
-        Some(status(
-            json!({"status": "failed", "error": {"code": 1001, "message": "quota", "data": {"x": 1}}}),
-        )),
+        json!({"status": "failed", "error": {"code": 1001, "message": "quota", "data": {"x": 1}}}),
     );
     let (_, body) = get_task(&state, &application).await;
     assert_eq!(
