@@ -11,11 +11,9 @@ use std::time::SystemTime;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, ResourceExt};
+use mcp_task_operator_crds::{JOB_NAME_LABEL, TASK_LABEL};
 use mcp_task_operator_harness::follow;
 use tokio::task::JoinHandle;
-
-/// The label the operator puts on a task's Job and pods.
-const TASK_LABEL: &str = "mcptasks.io/task";
 
 /// First-seen times of one task's Job and pod.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,7 +58,7 @@ impl PhaseRecorder {
             let labels = pod.labels();
             let Some(key) = labels
                 .get(TASK_LABEL)
-                .or_else(|| labels.get("batch.kubernetes.io/job-name"))
+                .or_else(|| labels.get(JOB_NAME_LABEL))
             else {
                 return;
             };

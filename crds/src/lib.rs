@@ -32,3 +32,5 @@ pub const VERSION: &str = "v1alpha1";
 /// Label the Kubernetes Job controller puts on every pod of a Job (its value: the Job's name,
 /// which for a task's Job is the task's name). The operator and the CLI find a task's pods by it.
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+/// Label the operator puts on each task's Job and pods (its value: the task's ID).
+pub const TASK_LABEL: &str = "mcptasks.io/task";

@@ -140,11 +140,12 @@ impl AppState {
     }
 }
 
-/// This server's MCP identity (`serverInfo`).
+/// This server's MCP identity (`serverInfo`): the project's name as its name and title.
 pub fn server_info() -> Implementation {
+    const NAME: &str = "mcp-task-operator";
     let mut info = Implementation::default();
-    info.name = "mcp-task-operator".to_owned();
-    info.title = Some("mcp-task-operator".to_owned());
+    info.name = NAME.to_owned();
+    info.title = Some(NAME.to_owned());
     info.version = env!("CARGO_PKG_VERSION").to_owned();
     info
 }

@@ -14,6 +14,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use mcp_task_operator_crds::JOB_NAME_LABEL;
 use mcp_task_operator_harness::kueue::{QUEUE, WAITING, cleanup, complete, queued_tool, suspended};
 use mcp_task_operator_harness::operator::{
     WAIT, create_tool, poll_task, request_cancel, result_text, status_message, wait_completed,
@@ -99,7 +100,7 @@ async fn kueue_admits_three_calls_in_turn_each_with_its_own_result() {
             for pod in pod_list {
                 let job = pod
                     .labels()
-                    .get("batch.kubernetes.io/job-name")
+                    .get(JOB_NAME_LABEL)
                     .cloned()
                     .unwrap_or_default();
                 if with_pod.insert(job)

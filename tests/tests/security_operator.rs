@@ -12,15 +12,13 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
-use mcp_task_operator_crds::{McpTask, TaskStatus, task_id};
+use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask, TaskStatus, task_id};
 use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, Operator, WAIT, create_task, create_tool, failure_reason, result_text,
     shell_tool, status_message, tool, wait_completed, wait_task_event, wait_terminal,
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
-
-const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 
 /// A result message whose structured content is the raw `MCP_TOOL_ARGUMENTS`, as received.
 const ECHO_ARGUMENTS: &str = r#"printf '{"mcp":"result","result":{"content":[{"type":"text","text":"echo"}],"structuredContent":%s}}\n' "$MCP_TOOL_ARGUMENTS""#;

@@ -34,8 +34,7 @@ use crate::contract::{
     POD_INPUT_RESPONSES_ANNOTATION, VOLUME_NAME, check_env_size, kubelet_literal,
 };
 
-/// Label on Jobs and pods naming the task they run.
-pub const TASK_LABEL: &str = "mcptasks.io/task";
+pub use mcp_task_operator_crds::TASK_LABEL;
 /// Label on Jobs and pods naming the `McpTool` (object name) they run.
 pub const TOOL_LABEL: &str = "mcptasks.io/tool";
 /// Value of `app.kubernetes.io/managed-by` and `app.kubernetes.io/part-of`.

@@ -39,8 +39,6 @@ use crate::context::{Context, TaskRef};
 
 /// How often the state of deleted tasks is dropped and the task and log-stream gauges refresh.
 const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
-/// Selects the Jobs and pods the operator made.
-const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=mcp-task-operator";
 
 /// Runs the McpTask controller until `shutdown` resolves. `triggers` carries reconcile
 /// requests from the log followers.
@@ -51,7 +49,11 @@ pub async fn run(
 ) {
     let tasks = watched::<DeserializeGuard<McpTask>>(&ctx);
     let (jobs, pods) = (watched::<Job>(&ctx), watched::<Pod>(&ctx));
-    let managed = watcher::Config::default().labels(MANAGED_SELECTOR);
+    // The Jobs and pods the operator made.
+    let managed = watcher::Config::default().labels(&format!(
+        "app.kubernetes.io/managed-by={}",
+        build::MANAGED_BY
+    ));
     // The Jobs and pods the operator made, cached by the watches that also trigger reconciles
     // (`cache.rs`): a reconcile reads them without an API request.
     let (job_store, job_writer) = reflector::store::<Job>();
