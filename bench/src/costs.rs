@@ -1,13 +1,23 @@
 //! What one cached `tasks/get` costs inside the front end, step by step, timed in-process on
 //! the stored task itself: the figures behind "what stands between the front end and the bare
-//! axum ceiling" in the report.
+//! axum ceiling" in the report; and what one `tools/call` costs the front end without the API
+//! server, beside rmcp's share of it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_task_operator_crds::McpTask;
-use mcp_task_operator_mcp_frontend::state::server_info_meta;
+use axum::body::{Body, to_bytes};
+use axum::http::Request;
+use mcp_task_operator_crds::{McpTask, McpTool};
+use mcp_task_operator_mcp_frontend::config::Config;
+use mcp_task_operator_mcp_frontend::fastget::front::Front;
+use mcp_task_operator_mcp_frontend::state::{AppState, server_info_meta};
+use mcp_task_operator_mcp_frontend::store::memory::MemoryStore;
+use mcp_task_operator_mcp_frontend::tools::{CatalogSnapshot, StaticCatalog};
 use mcp_task_operator_mcp_frontend::wire;
 use rmcp::model::GetTaskResult;
+use serde_json::{Value, json};
+use tower::ServiceExt;
 
 /// Iterations per step.
 const ITERATIONS: u32 = 20_000;
@@ -59,4 +69,94 @@ fn step(what: &str, mut f: impl FnMut()) -> String {
     }
     let each: Duration = started.elapsed() / ITERATIONS;
     format!("{what}: {:.1} µs", each.as_secs_f64() * 1e6)
+}
+
+/// Requests per kind and round of [`call_in_process`].
+const IN_PROCESS_REQUESTS: u32 = 2_000;
+
+/// What one `tools/call` costs the front end itself, without an API server: the whole app
+/// (the fast path's front, the layer stack, rmcp's stateless service, the call path) over an
+/// in-memory task store, one request at a time, beside a `tools/list` through the same app,
+/// which runs nothing of the call path: the share of rmcp and the layers alone. Rounds
+/// interleave the two kinds; each figure is the median of the rounds' means (min–max).
+pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, String> {
+    let mut ready = serde_json::to_value(tool).map_err(|e| e.to_string())?;
+    ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True",
+        "reason": "Valid", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let ready: McpTool = serde_json::from_value(ready).map_err(|e| e.to_string())?;
+    let config = Config::from_lookup(|name| {
+        matches!(name, "AUTH_MODE" | "AUTHORIZATION_MODE")
+            .then(|| "none".to_owned())
+            .or_else(|| (name == "ALLOW_UNAUTHENTICATED").then(|| "true".to_owned()))
+    })
+    .map_err(|e| e.to_string())?;
+    let catalog = StaticCatalog(Arc::new(CatalogSnapshot::from_tools([&ready])));
+    let state = AppState::new(config, Arc::new(MemoryStore::default()), Arc::new(catalog));
+    let app = mcp_task_operator_mcp_frontend::app(state);
+    let name = ready.mcp_name();
+    let mut means = [Vec::new(), Vec::new()];
+    for _ in 0..rounds {
+        for (kind, means) in means.iter_mut().enumerate() {
+            let started = Instant::now();
+            for n in 0..IN_PROCESS_REQUESTS {
+                let (method, params) = if kind == 0 {
+                    ("tools/call", json!({"name": name, "arguments": {"n": n}}))
+                } else {
+                    ("tools/list", json!({}))
+                };
+                let reply = in_process(&app, method, &name, params).await?;
+                if kind == 0 && reply["result"]["resultType"] != "task" {
+                    return Err(format!("in-process tools/call made no task: {reply}"));
+                }
+            }
+            means.push(started.elapsed() / IN_PROCESS_REQUESTS);
+        }
+    }
+    let [mut calls, mut lists] = means;
+    let span = |samples: &mut Vec<Duration>| {
+        let mut micros = |q| crate::stats::quantile(samples, q).as_secs_f64() * 1e6;
+        let (median, low, high) = (micros(0.5), micros(0.0), micros(1.0));
+        format!("{median:.0} µs ({low:.0}–{high:.0})")
+    };
+    Ok(format!(
+        "in process, without the API server (in-memory store, one request at a time, \
+         {rounds} rounds of {IN_PROCESS_REQUESTS} each): tools/call {}, tools/list {} \
+         (rmcp's per-request service and the layers, none of the call path)",
+        span(&mut calls),
+        span(&mut lists)
+    ))
+}
+
+/// One request through `app` with a 2026-07-28 client's headers and `_meta` (declaring the
+/// tasks extension); the JSON-RPC answer.
+async fn in_process(
+    app: &Front<axum::Router>,
+    method: &str,
+    tool: &str,
+    mut params: Value,
+) -> Result<Value, String> {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "mto-bench", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = Request::post("/mcp")
+        .header("host", "localhost:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if method == "tools/call" {
+        request = request.header("mcp-name", tool);
+    }
+    let request = request
+        .body(Body::from(body.to_string()))
+        .map_err(|e| e.to_string())?;
+    let Ok(response) = app.clone().oneshot(request).await;
+    let bytes = to_bytes(response.into_body(), 1 << 20)
+        .await
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&bytes)))
 }

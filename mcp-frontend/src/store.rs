@@ -19,7 +19,6 @@ use tokio::sync::broadcast;
 
 pub mod kube;
 pub mod kube_tools;
-#[cfg(test)]
 pub mod memory;
 pub mod negative;
 pub mod tombstones;

@@ -26,7 +26,8 @@ const TOOL: &str = "bench-call";
 /// Runs the section in namespace `ns`.
 pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
     let Bench { config, client, ns } = bench;
-    create_tool(&client, ns, &shell_tool(TOOL, "true", json!({}))).await;
+    let tool = shell_tool(TOOL, "true", json!({}));
+    create_tool(&client, ns, &tool).await;
     mark_tools_ready(&client, ns).await;
     let frontend = Frontend::start(ns, UNLIMITED).await;
     let mcp = Mcp::new(&frontend.url);
@@ -90,6 +91,8 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
         ),
     ));
     drop(frontend);
+    // The front end's own share, without the API server (after the process above has gone).
+    section.note(crate::costs::call_in_process(&tool, config.rounds.max(1)).await?);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! In-memory [`TaskStore`]: a unit-test double standing in for the API server and the
-//! operator. Tests move tasks through their statuses with [`MemoryStore::update`]. A lookup of
+//! operator; also the store of `mto-bench`'s in-process figures, which leave the API server out
+//! on purpose. The front end's binary never uses it. Tests move tasks through their statuses with [`MemoryStore::update`]. A lookup of
 //! a missing ID counts as an API read and is remembered in a [`NegativeCache`], as in
 //! production, so tests can count the reads a request would cost.
 
