@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use mcp_task_operator_crds::{McpTask, McpTool};
+use mcp_task_operator_harness::frontend::UNLIMITED;
 use mcp_task_operator_mcp_frontend::config::Config;
 use mcp_task_operator_mcp_frontend::fastget::front::Front;
 use mcp_task_operator_mcp_frontend::state::{AppState, server_info_meta};
@@ -84,10 +85,14 @@ pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, St
     ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True",
         "reason": "Valid", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
     let ready: McpTool = serde_json::from_value(ready).map_err(|e| e.to_string())?;
+    // The settings of the section's front-end process (no auth, no rate limit, no quota); no
+    // API server to ask for authorization either.
     let config = Config::from_lookup(|name| {
-        matches!(name, "AUTH_MODE" | "AUTHORIZATION_MODE")
-            .then(|| "none".to_owned())
-            .or_else(|| (name == "ALLOW_UNAUTHENTICATED").then(|| "true".to_owned()))
+        UNLIMITED
+            .iter()
+            .chain(&[("AUTHORIZATION_MODE", "none")])
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| (*value).to_owned())
     })
     .map_err(|e| e.to_string())?;
     let catalog = StaticCatalog(Arc::new(CatalogSnapshot::from_tools([&ready])));
