@@ -10,6 +10,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use mcp_task_operator_crds::{McpTask, McpTool};
 use mcp_task_operator_harness::frontend::UNLIMITED;
+use mcp_task_operator_harness::mcp_client::{Mcp, PROTOCOL_VERSION, framed};
 use mcp_task_operator_mcp_frontend::config::Config;
 use mcp_task_operator_mcp_frontend::fastget::front::Front;
 use mcp_task_operator_mcp_frontend::state::{AppState, server_info_meta};
@@ -78,8 +79,10 @@ const IN_PROCESS_REQUESTS: u32 = 2_000;
 /// What one `tools/call` costs the front end itself, without an API server: the whole app
 /// (the fast path's front, the layer stack, rmcp's stateless service, the call path) over an
 /// in-memory task store, one request at a time, beside a `tools/list` through the same app,
-/// which runs nothing of the call path: the share of rmcp and the layers alone. Rounds
-/// interleave the two kinds; each figure is the median of the rounds' means (min–max).
+/// which runs nothing of the call path: the share of rmcp and the layers alone. Each is
+/// measured twice: called in process (`oneshot`), and over loopback HTTP as the section's
+/// client sends it (hyper on both sides, keep-alive). Rounds interleave the four; each figure
+/// is the median of the rounds' means (min–max).
 pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, String> {
     let mut ready = serde_json::to_value(tool).map_err(|e| e.to_string())?;
     ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True",
@@ -98,63 +101,77 @@ pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, St
     let catalog = StaticCatalog(Arc::new(CatalogSnapshot::from_tools([&ready])));
     let state = AppState::new(config, Arc::new(MemoryStore::default()), Arc::new(catalog));
     let app = mcp_task_operator_mcp_frontend::app(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = format!(
+        "http://{}/mcp",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let served = axum::serve(
+        listener,
+        axum::ServiceExt::<Request<Body>>::into_make_service(app.clone()),
+    );
+    let server = tokio::spawn(async move { served.await });
+    let http = Mcp::new(&url);
     let name = ready.mcp_name();
-    let mut means = [Vec::new(), Vec::new()];
+    let mut means: [Vec<Duration>; 4] = Default::default();
     for _ in 0..rounds {
         for (kind, means) in means.iter_mut().enumerate() {
             let started = Instant::now();
             for n in 0..IN_PROCESS_REQUESTS {
-                let (method, params) = if kind == 0 {
+                let (method, params) = if kind % 2 == 0 {
                     ("tools/call", json!({"name": name, "arguments": {"n": n}}))
                 } else {
                     ("tools/list", json!({}))
                 };
-                let reply = in_process(&app, method, &name, params).await?;
-                if kind == 0 && reply["result"]["resultType"] != "task" {
-                    return Err(format!("in-process tools/call made no task: {reply}"));
+                let reply = if kind < 2 {
+                    in_process(&app, method, params).await?
+                } else {
+                    http.request(method, params, true).await.body
+                };
+                if method == "tools/call" && reply["result"]["resultType"] != "task" {
+                    server.abort();
+                    return Err(format!("{method} made no task: {reply}"));
                 }
             }
             means.push(started.elapsed() / IN_PROCESS_REQUESTS);
         }
     }
-    let [mut calls, mut lists] = means;
+    server.abort();
     let span = |samples: &mut Vec<Duration>| {
         let mut micros = |q| crate::stats::quantile(samples, q).as_secs_f64() * 1e6;
         let (median, low, high) = (micros(0.5), micros(0.0), micros(1.0));
         format!("{median:.0} µs ({low:.0}–{high:.0})")
     };
+    let [mut call, mut list, mut http_call, mut http_list] = means;
     Ok(format!(
-        "in process, without the API server (in-memory store, one request at a time, \
-         {rounds} rounds of {IN_PROCESS_REQUESTS} each): tools/call {}, tools/list {} \
-         (rmcp's per-request service and the layers, none of the call path)",
-        span(&mut calls),
-        span(&mut lists)
+        "without the API server (the app over the in-memory store, one request at a time, \
+         {rounds} rounds of {IN_PROCESS_REQUESTS} each; tools/list is rmcp's per-request service \
+         and the layers, none of the call path): in process tools/call {}, tools/list {}; over \
+         loopback HTTP tools/call {}, tools/list {}",
+        span(&mut call),
+        span(&mut list),
+        span(&mut http_call),
+        span(&mut http_list)
     ))
 }
 
-/// One request through `app` with a 2026-07-28 client's headers and `_meta` (declaring the
-/// tasks extension); the JSON-RPC answer.
+/// One request through `app` as [`framed`] makes it (a 2026-07-28 client declaring the tasks
+/// extension); the JSON-RPC answer.
 async fn in_process(
     app: &Front<axum::Router>,
     method: &str,
-    tool: &str,
-    mut params: Value,
+    params: Value,
 ) -> Result<Value, String> {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "mto-bench", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (headers, body) = framed(method, params, true);
     let mut request = Request::post("/mcp")
         .header("host", "localhost:8080")
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if method == "tools/call" {
-        request = request.header("mcp-name", tool);
+        .header("mcp-protocol-version", PROTOCOL_VERSION);
+    for (name, value) in headers {
+        request = request.header(name, value);
     }
     let request = request
         .body(Body::from(body.to_string()))
