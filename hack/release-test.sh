@@ -54,7 +54,9 @@ block=$(awk '/^<!-- make release-test runs the next block/ { m = 1; next }
              m && /^```sh$/ { f = 1; next }
              f && /^```$/ { exit }
              f' README.md)
-first=$(printf '%s\n' "$block" | head -n 1)
+# Its first line, without a pipe into `head` (under pipefail an early `head` exit can fail the
+# writer with SIGPIPE, status 141).
+first=${block%%$'\n'*}
 case $first in REGISTRY=*) ;; *) echo "README's release block must start with REGISTRY=, not: $first" >&2; exit 1 ;; esac
 # What the block writes into the working tree (digest files, the packaged chart).
 cleanup() {
