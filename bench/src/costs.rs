@@ -77,28 +77,103 @@ fn step(what: &str, mut f: impl FnMut()) -> String {
 const IN_PROCESS_REQUESTS: u32 = 2_000;
 
 /// What one `tools/call` costs the front end itself, without an API server: the whole app
-/// (the fast path's front, the layer stack, rmcp's stateless service, the call path) over an
-/// in-memory task store, one request at a time, beside a `tools/list` through the same app,
-/// which runs nothing of the call path: the share of rmcp and the layers alone. Each is
-/// measured twice: called in process (`oneshot`), and over loopback HTTP as the section's
-/// client sends it (hyper on both sides, keep-alive). Rounds interleave the four; each figure
-/// is the median of the rounds' means (min–max).
+/// over an in-memory task store, one request at a time, with the `tools/call` fast path (the
+/// default) and without it (`FAST_CALL=false`: the layer stack, rmcp's stateless service, the
+/// call path), beside a `tools/list` through the same app, which runs nothing of the call
+/// path: the share of rmcp and the layers alone. Each is measured twice: called in process
+/// (`oneshot`), and over loopback HTTP as the section's client sends it (hyper on both sides,
+/// keep-alive). Rounds interleave the six; each figure is the median of the rounds' means
+/// (min–max).
 pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, String> {
     let mut ready = serde_json::to_value(tool).map_err(|e| e.to_string())?;
     ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True",
         "reason": "Valid", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
     let ready: McpTool = serde_json::from_value(ready).map_err(|e| e.to_string())?;
-    // The settings of the section's front-end process (no auth, no rate limit, no quota); no
-    // API server to ask for authorization either.
+    // The front end with its default fast path and without it (`FAST_CALL=false`), each also
+    // served over loopback HTTP.
+    let fast = serve(&ready, "true").await?;
+    let full = serve(&ready, "false").await?;
+    let name = ready.mcp_name();
+    // tools/call on both, then tools/list; in process, then over HTTP.
+    let series = [(&fast, true), (&full, true), (&fast, false)];
+    let mut means: [Vec<Duration>; 6] = Default::default();
+    for _ in 0..rounds {
+        for (kind, means) in means.iter_mut().enumerate() {
+            let ((served, call), http) = (series[kind % 3], kind >= 3);
+            let started = Instant::now();
+            for n in 0..IN_PROCESS_REQUESTS {
+                let (method, params) = if call {
+                    ("tools/call", json!({"name": name, "arguments": {"n": n}}))
+                } else {
+                    ("tools/list", json!({}))
+                };
+                let reply = if http {
+                    served.http.request(method, params, true).await.body
+                } else {
+                    in_process(&served.app, method, params).await?
+                };
+                if call && reply["result"]["resultType"] != "task" {
+                    return Err(format!("{method} made no task: {reply}"));
+                }
+            }
+            means.push(started.elapsed() / IN_PROCESS_REQUESTS);
+        }
+    }
+    let span = |samples: &mut Vec<Duration>| {
+        let mut micros = |q| crate::stats::quantile(samples, q).as_secs_f64() * 1e6;
+        let (median, low, high) = (micros(0.5), micros(0.0), micros(1.0));
+        format!("{median:.0} µs ({low:.0}–{high:.0})")
+    };
+    let [
+        mut call,
+        mut full_call,
+        mut list,
+        mut http_call,
+        mut http_full_call,
+        mut http_list,
+    ] = means;
+    Ok(format!(
+        "without the API server (the app over the in-memory store, one request at a time, \
+         {rounds} rounds of {IN_PROCESS_REQUESTS} each; tools/list is rmcp's per-request service \
+         and the layers, none of the call path): in process tools/call {} (full path, \
+         FAST_CALL=false: {}), tools/list {}; over loopback HTTP tools/call {} (full path {}), \
+         tools/list {}",
+        span(&mut call),
+        span(&mut full_call),
+        span(&mut list),
+        span(&mut http_call),
+        span(&mut http_full_call),
+        span(&mut http_list)
+    ))
+}
+
+/// The front end's app in this process and served on a loopback port; the server stops when
+/// this is dropped.
+struct Served {
+    app: Front<axum::Router>,
+    http: Mcp,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// The app serving `tool` over an in-memory store with the settings of the section's
+/// front-end process (no auth, no rate limit, no quota; no API server to ask for
+/// authorization either) and `FAST_CALL=fast_call`.
+async fn serve(tool: &McpTool, fast_call: &str) -> Result<Served, String> {
     let config = Config::from_lookup(|name| {
         UNLIMITED
             .iter()
-            .chain(&[("AUTHORIZATION_MODE", "none")])
+            .chain(&[("AUTHORIZATION_MODE", "none"), ("FAST_CALL", fast_call)])
             .find(|(n, _)| *n == name)
             .map(|(_, value)| (*value).to_owned())
     })
     .map_err(|e| e.to_string())?;
-    let catalog = StaticCatalog(Arc::new(CatalogSnapshot::from_tools([&ready])));
+    let catalog = StaticCatalog(Arc::new(CatalogSnapshot::from_tools([tool])));
     let state = AppState::new(config, Arc::new(MemoryStore::default()), Arc::new(catalog));
     let app = mcp_task_operator_mcp_frontend::app(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -112,49 +187,11 @@ pub async fn call_in_process(tool: &McpTool, rounds: usize) -> Result<String, St
         listener,
         axum::ServiceExt::<Request<Body>>::into_make_service(app.clone()),
     );
-    let server = tokio::spawn(async move { served.await });
-    let http = Mcp::new(&url);
-    let name = ready.mcp_name();
-    let mut means: [Vec<Duration>; 4] = Default::default();
-    for _ in 0..rounds {
-        for (kind, means) in means.iter_mut().enumerate() {
-            let started = Instant::now();
-            for n in 0..IN_PROCESS_REQUESTS {
-                let (method, params) = if kind % 2 == 0 {
-                    ("tools/call", json!({"name": name, "arguments": {"n": n}}))
-                } else {
-                    ("tools/list", json!({}))
-                };
-                let reply = if kind < 2 {
-                    in_process(&app, method, params).await?
-                } else {
-                    http.request(method, params, true).await.body
-                };
-                if method == "tools/call" && reply["result"]["resultType"] != "task" {
-                    server.abort();
-                    return Err(format!("{method} made no task: {reply}"));
-                }
-            }
-            means.push(started.elapsed() / IN_PROCESS_REQUESTS);
-        }
-    }
-    server.abort();
-    let span = |samples: &mut Vec<Duration>| {
-        let mut micros = |q| crate::stats::quantile(samples, q).as_secs_f64() * 1e6;
-        let (median, low, high) = (micros(0.5), micros(0.0), micros(1.0));
-        format!("{median:.0} µs ({low:.0}–{high:.0})")
-    };
-    let [mut call, mut list, mut http_call, mut http_list] = means;
-    Ok(format!(
-        "without the API server (the app over the in-memory store, one request at a time, \
-         {rounds} rounds of {IN_PROCESS_REQUESTS} each; tools/list is rmcp's per-request service \
-         and the layers, none of the call path): in process tools/call {}, tools/list {}; over \
-         loopback HTTP tools/call {}, tools/list {}",
-        span(&mut call),
-        span(&mut list),
-        span(&mut http_call),
-        span(&mut http_list)
-    ))
+    Ok(Served {
+        app,
+        http: Mcp::new(&url),
+        server: tokio::spawn(async move { served.await }),
+    })
 }
 
 /// One request through `app` as [`framed`] makes it (a 2026-07-28 client declaring the tasks

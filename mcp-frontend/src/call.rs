@@ -12,12 +12,10 @@ use mcp_task_operator_crds::{
     McpTask, McpTaskSpec, TRACEPARENT_ANNOTATION, TaskStatus, TaskSupport, task_id,
 };
 use mcp_task_operator_telemetry::TraceParent;
-use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest,
     InputRequests, InputRequiredResult, JsonObject, ProtocolVersion,
 };
-use rmcp::service::RequestContext;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -25,7 +23,7 @@ use crate::auth::Caller;
 use crate::bounds;
 use crate::error::{Error, Result};
 use crate::quota::Reservation;
-use crate::request::{caller, declares_tasks, identity};
+use crate::request::CallContext;
 use crate::state::{AppState, server_info_meta};
 use crate::tasks::{check_input_response, retry_after_ms};
 use crate::tools::{CatalogSnapshot, ToolEntry};
@@ -43,10 +41,10 @@ const SYNC_MARGIN: Duration = Duration::from_secs(2);
 pub async fn call_tool(
     state: &AppState,
     request: CallToolRequestParams,
-    context: &RequestContext<RoleServer>,
+    context: &CallContext,
     trace: Option<TraceParent>,
 ) -> Result<CallToolResponse> {
-    let caller = caller(context)?;
+    let caller = context.caller();
     if let Some(limiter) = &state.call_limiter
         && let Err(wait) = limiter.check(caller.as_str(), std::time::Instant::now())
     {
@@ -57,7 +55,7 @@ pub async fn call_tool(
         });
     }
     let tools = state.tools.snapshot();
-    crate::authz::authorize_call(state, &*identity(context)?, &tools, &request.name).await?;
+    crate::authz::authorize_call(state, &context.identity, &tools, &request.name).await?;
     let limits = &state.config.limits;
     let CheckedCall {
         entry,
@@ -67,7 +65,7 @@ pub async fn call_tool(
         &tools,
         &request.name,
         request.arguments,
-        declares_tasks(context),
+        context.declares_tasks(),
         limits.max_argument_bytes,
     )?;
     tracing::Span::current().record("gen_ai.tool.name", entry.name());
@@ -102,7 +100,8 @@ pub async fn call_tool(
     };
     // Only what deciding on input requests reads is kept (a few dozen bytes at most).
     let capabilities = context
-        .client_capabilities()
+        .client_capabilities
+        .as_ref()
         .and_then(|c| serde_json::to_value(c).ok())
         .and_then(|v| v.as_object().map(bounds::stored_capabilities));
     let task = new_task_object(
@@ -270,13 +269,14 @@ enum StartInputs {
 fn start_inputs(
     entry: &ToolEntry,
     responses: Option<BTreeMap<String, Value>>,
-    context: &RequestContext<RoleServer>,
+    context: &CallContext,
 ) -> Result<StartInputs> {
     if entry.start_inputs.is_empty() {
         return Ok(StartInputs::NotNeeded);
     }
     let modern = context
-        .protocol_version()
+        .protocol_version
+        .as_ref()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
     let mode_of = |request: &Value| match request.pointer("/params/mode").and_then(Value::as_str) {
         Some("url") => "url",
@@ -294,7 +294,8 @@ fn start_inputs(
     }
     // Only kinds this request declared may be asked (a bare `elicitation: {}` is form only).
     let declared = context
-        .client_capabilities()
+        .client_capabilities
+        .as_ref()
         .and_then(|c| serde_json::to_value(c).ok())
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
@@ -347,7 +348,7 @@ async fn run_as_task(
     entry: &ToolEntry,
     task: McpTask,
     reservation: Option<Reservation>,
-    context: &RequestContext<RoleServer>,
+    context: &CallContext,
 ) -> Result<CallToolResponse> {
     let limit = entry
         .immediate_result
@@ -386,7 +387,7 @@ async fn run_synchronously(
     entry: &ToolEntry,
     task: McpTask,
     reservation: Option<Reservation>,
-    context: &RequestContext<RoleServer>,
+    context: &CallContext,
 ) -> Result<CallToolResponse> {
     let id = task.task_id().to_owned();
     // Subscribe before creating, so no change between the two is missed.
@@ -441,7 +442,7 @@ async fn wait_or_cancel(
     task: Arc<McpTask>,
     changes: &mut broadcast::Receiver<Arc<McpTask>>,
     limit: Duration,
-    context: &RequestContext<RoleServer>,
+    context: &CallContext,
 ) -> Result<Waited> {
     let id = task.task_id().to_owned();
     tokio::select! {

@@ -99,6 +99,10 @@ pub struct Config {
     /// once per task state (`crate::fastget`); anything unusual takes the full path either
     /// way. Default `true`.
     pub fast_get: bool,
+    /// `FAST_CALL`: serve well-formed `tools/call` requests of tasks clients without rmcp's
+    /// per-request service (`crate::fastcall`), by the same code; anything unusual takes the
+    /// full path either way. Default `true`.
+    pub fast_call: bool,
     /// `ANSWER_CACHE_BYTES`: the most serialized `tasks/get` answers the fast path keeps, in
     /// bytes (an answer larger than a quarter of it is never kept). Default 67108864 (64 MiB).
     pub answer_cache_bytes: usize,
@@ -236,6 +240,7 @@ impl Config {
             discover_ttl_ms: parse(&get, "DISCOVER_TTL_MS", Some(60_000))?,
             tools_list_ttl_ms: parse(&get, "TOOLS_LIST_TTL_MS", Some(5_000))?,
             fast_get: parse(&get, "FAST_GET", Some(true))?,
+            fast_call: parse(&get, "FAST_CALL", Some(true))?,
             answer_cache_bytes: parse(&get, "ANSWER_CACHE_BYTES", Some(64 << 20))?,
             limits: Limits::from_get(&get)?,
         };

@@ -11,8 +11,8 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
     CustomRequest, CustomResult, DiscoverResult, GetTaskParams, GetTaskResult,
     InitializeRequestParams, InitializeResult, InitializeResultMethod, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::authz::Authz;
 use crate::error::Error;
-use crate::request::{caller, declares_tasks, identity};
+use crate::request::{CallContext, caller, declares_tasks, identity};
 use crate::state::{AppState, server_info, server_info_meta};
 use crate::{call, metrics, tasks};
 
@@ -67,15 +67,6 @@ impl McpHandler {
             .with_instructions(LEGACY_INSTRUCTIONS)
     }
 
-    /// The `tool` label of a call to `name`: the name when the catalog has it, so the label
-    /// set is bounded by the catalog, not by what clients send.
-    fn tool_label(&self, name: &str) -> String {
-        match self.state.tools.snapshot().get(name) {
-            Some(_) => name.to_owned(),
-            None => crate::metrics::OTHER_TOOL.to_owned(),
-        }
-    }
-
     /// Answers one `tasks/*` request and counts it by its outcome.
     async fn counted<T>(
         &self,
@@ -89,6 +80,46 @@ impl McpHandler {
         self.state.metrics.task_request(method, outcome);
         Ok(answer?)
     }
+}
+
+/// Serves one `tools/call` as rmcp dispatches it, for the handler and the fast path
+/// ([`crate::fastcall`]): in the call's span (parented on the client's `traceparent` in
+/// `meta`), counted by tool and outcome, and never a task handle for a request that did not
+/// declare the tasks extension (rmcp's own guard, SEP-2663).
+pub async fn serve_call(
+    state: &AppState,
+    request: CallToolRequestParams,
+    context: Result<CallContext, Error>,
+    meta: &RequestMetaObject,
+) -> Result<CallToolResponse, ErrorData> {
+    // The name when the catalog has it, so the label set is bounded by the catalog.
+    let tool = match state.tools.snapshot().get(&request.name) {
+        Some(_) => request.name.to_string(),
+        None => metrics::OTHER_TOOL.to_owned(),
+    };
+    let (span, trace) = crate::trace::call_span(meta);
+    let answer = match &context {
+        Ok(context) => {
+            call::call_tool(state, request, context, trace)
+                .instrument(span.clone())
+                .await
+        }
+        Err(_) => Err(Error::MissingCaller),
+    };
+    if answer.is_err() {
+        span.record("otel.status_code", "error");
+    }
+    state
+        .metrics
+        .tool_call(&tool, metrics::call_outcome(&answer));
+    let response = answer?;
+    let declared = context.is_ok_and(|c| c.client_capabilities.is_some_and(|c| c.supports_tasks()));
+    if matches!(response, CallToolResponse::Task(_)) && !declared {
+        return Err(ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        ));
+    }
+    Ok(response)
 }
 
 /// The `initialize` answer: the client's version when it is one of [`LEGACY_VERSIONS`], else
@@ -200,18 +231,8 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tool = self.tool_label(&request.name);
-        let (span, trace) = crate::trace::call_span(&context.meta);
-        let answer = call::call_tool(&self.state, request, &context, trace)
-            .instrument(span.clone())
-            .await;
-        if answer.is_err() {
-            span.record("otel.status_code", "error");
-        }
-        self.state
-            .metrics
-            .tool_call(&tool, metrics::call_outcome(&answer));
-        Ok(answer?)
+        let call = CallContext::of(&context);
+        serve_call(&self.state, request, call, &context.meta).await
     }
 
     async fn get_task(

@@ -35,6 +35,7 @@ pub mod bounds;
 pub mod call;
 pub mod config;
 pub mod error;
+pub mod fastcall;
 pub mod fastget;
 pub mod handler;
 pub mod listen;

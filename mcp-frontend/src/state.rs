@@ -1,6 +1,7 @@
 //! Shared state of the front end: configuration and the stores, each behind an `Arc`.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::registry::Registry;
 
@@ -59,6 +60,8 @@ pub struct AppState {
     pub reviews: ReviewMetrics,
     /// The `tasks/get` fast path, unless turned off (`FAST_GET=false`).
     pub fast_get: Option<Arc<FastGet>>,
+    /// Calls the `tools/call` fast path has served, unless it is turned off (`FAST_CALL=false`).
+    pub fast_calls: Option<Arc<AtomicU64>>,
 }
 
 impl AppState {
@@ -102,6 +105,7 @@ impl AppState {
             fast_get: config
                 .fast_get
                 .then(|| Arc::new(FastGet::new(config.answer_cache_bytes))),
+            fast_calls: config.fast_call.then(Arc::default),
             quota: (limits.max_active_tasks_per_caller > 0)
                 .then(|| Arc::new(ActiveTaskQuota::new(limits.max_active_tasks_per_caller))),
             config: Arc::new(config),

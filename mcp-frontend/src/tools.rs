@@ -37,6 +37,9 @@ pub struct ToolEntry {
     pub immediate_result: Duration,
     /// Questions asked before a task is created, by key.
     pub start_inputs: BTreeMap<String, StartInput>,
+    /// Whether the input schema maps an argument to a header (`x-mcp-header`, SEP-2243), which
+    /// rmcp checks against `Mcp-Param-*` headers: such calls take the full path.
+    pub maps_headers: bool,
     validator: jsonschema::Validator,
 }
 
@@ -51,6 +54,17 @@ pub enum ToolError {
         /// The compiler's complaint.
         reason: String,
     },
+}
+
+/// Whether `schema` has an `x-mcp-header` key anywhere.
+fn maps_headers(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key == "x-mcp-header" || maps_headers(value)),
+        Value::Array(items) => items.iter().any(maps_headers),
+        _ => false,
+    }
 }
 
 impl ToolEntry {
@@ -97,6 +111,7 @@ impl ToolEntry {
                     .unsigned_abs(),
             ),
             start_inputs: spec.start_inputs.clone().unwrap_or_default(),
+            maps_headers: maps_headers(&input_schema),
             validator,
         })
     }

@@ -1,8 +1,10 @@
 //! Section 2: `tools/call` → `CreateTaskResult` through the front end, beside a bare API-server
-//! create of the same McpTask, in pairs (which goes first alternates pair by pair) so both see
-//! the same noise; the figure is the median of the per-pair ratios, with its p10–p90. The bare
-//! create sends a copy of the object the front end stored for the previous call (spec,
-//! annotations and labels; a new name), so both writes cost the API server the same.
+//! create of the same McpTask, in rounds of three (the front end as configured by default, the
+//! front end without the `tools/call` fast path, `FAST_CALL=false`, and the bare create; which
+//! goes first rotates round by round) so all see the same noise; each figure is the median of
+//! the per-round ratios, with its p10–p90. The bare create sends a copy of the object a front
+//! end stored for the call before it (spec, annotations and labels; a new name), so every write
+//! costs the API server the same.
 
 use std::time::{Duration, Instant};
 
@@ -29,39 +31,58 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
     let tool = shell_tool(TOOL, "true", json!({}));
     create_tool(&client, ns, &tool).await;
     mark_tools_ready(&client, ns).await;
-    let frontend = Frontend::start(ns, UNLIMITED).await;
-    let mcp = Mcp::new(&frontend.url);
-    mcp.wait_for_tools(&[TOOL]).await;
+    let full_path: Vec<_> = UNLIMITED
+        .iter()
+        .copied()
+        .chain([("FAST_CALL", "false")])
+        .collect();
+    let frontends = [
+        Frontend::start(ns, UNLIMITED).await,
+        Frontend::start(ns, &full_path).await,
+    ];
+    let clients = frontends.each_ref().map(|f| Mcp::new(&f.url));
+    for mcp in &clients {
+        mcp.wait_for_tools(&[TOOL]).await;
+    }
     let api: Api<McpTask> = Api::namespaced(client.clone(), ns);
 
-    let mut calls = Vec::new();
-    let mut creates = Vec::new();
+    // Per contender: the fast path, the full path, the bare create.
+    let mut samples: [Vec<Duration>; 3] = Default::default();
     let warmup = 10;
     // Until the first call has stored one: an object of the same tool.
     let mut template = task_manifest(TOOL, ANONYMOUS);
     for n in 0..config.calls + warmup {
-        let (call, create) = if n % 2 == 0 {
-            let (call, id) = call(&mcp, n).await?;
-            template = stored(&api, &id).await?;
-            (call, create(&api, &template).await?)
-        } else {
-            let create = create(&api, &template).await?;
-            let (call, id) = call(&mcp, n).await?;
-            template = stored(&api, &id).await?;
-            (call, create)
-        };
+        let mut round = [Duration::ZERO; 3];
+        for k in 0..3 {
+            let which = (n + k) % 3;
+            round[which] = match clients.get(which) {
+                Some(mcp) => {
+                    let (call, id) = call(mcp, n).await?;
+                    template = stored(&api, &id).await?;
+                    call
+                }
+                None => create(&api, &template).await?,
+            };
+        }
         if n >= warmup {
-            calls.push(call);
-            creates.push(create);
+            for (samples, time) in samples.iter_mut().zip(round) {
+                samples.push(time);
+            }
         }
     }
-    let ratios: Vec<f64> = calls
-        .iter()
-        .zip(&creates)
-        .map(|(call, create)| call.as_secs_f64() / create.as_secs_f64())
-        .collect();
+    let [mut calls, mut full_calls, mut creates] = samples;
+    let per_round = |a: &[Duration], b: &[Duration]| -> Vec<f64> {
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+            .collect()
+    };
+    let ratios = per_round(&calls, &creates);
+    let full_ratios = per_round(&full_calls, &creates);
+    let fast_over_full = per_round(&calls, &full_calls);
     for (what, samples) in [
         ("tools/call → CreateTaskResult (front end)", &mut calls),
+        ("tools/call, full path (FAST_CALL=false)", &mut full_calls),
         ("bare create of the McpTask (kube client)", &mut creates),
     ] {
         section.row(vec![
@@ -74,9 +95,9 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
     }
     let paired = pairs(&ratios);
     section.note(format!(
-        "tools/call ÷ bare create, per pair: median {:.2}× (p10–p90 {}–{}; goal ≤ 1.3×: {}); of \
-         the medians {}, of the p99s {}; which of the two goes first alternates pair by pair; \
-         {warmup} warm-up pairs discarded",
+        "tools/call ÷ bare create, per round: median {:.2}× (p10–p90 {}–{}; goal ≤ 1.3×: {}); of \
+         the medians {}, of the p99s {}; which of the three goes first rotates round by round; \
+         {warmup} warm-up rounds discarded",
         paired.0,
         paired.1,
         paired.2,
@@ -90,7 +111,13 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
             quantile(&mut creates, 0.99).as_secs_f64()
         ),
     ));
-    drop(frontend);
+    let (full, low, high) = pairs(&full_ratios);
+    let (fast, fast_low, fast_high) = pairs(&fast_over_full);
+    section.note(format!(
+        "full path (FAST_CALL=false) ÷ bare create, per round: median {full:.2}× (p10–p90 \
+         {low}–{high}); fast path ÷ full path: median {fast:.2}× (p10–p90 {fast_low}–{fast_high})"
+    ));
+    drop(frontends);
     // The front end's own share, without the API server (after the process above has gone).
     section.note(crate::costs::call_in_process(&tool, config.rounds.max(1)).await?);
     Ok(())
@@ -140,7 +167,7 @@ async fn create(api: &Api<McpTask>, template: &McpTask) -> Result<Duration, Stri
     Ok(started.elapsed())
 }
 
-/// Median, p10 and p90 of the per-pair ratios, as `1.23×`.
+/// Median, p10 and p90 of the per-round ratios, as `1.23×`.
 fn pairs(ratios: &[f64]) -> (f64, String, String) {
     let mut sorted = ratios.to_vec();
     sorted.sort_by(f64::total_cmp);

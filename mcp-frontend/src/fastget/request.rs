@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, header};
 use rmcp::model::{ClientCapabilities, Implementation, RequestId};
 use serde::Deserialize;
 
-/// The protocol version the fast path serves; every other version takes the full path.
-const VERSION: &str = "2026-07-28";
+/// The protocol version the fast paths serve; every other version takes the full path.
+pub(crate) const VERSION: &str = "2026-07-28";
 
 /// A recognised `tasks/get` poll.
 #[derive(Debug, PartialEq)]
@@ -21,16 +21,16 @@ pub struct Poll {
     pub task_id: String,
 }
 
+/// A JSON-RPC request with nothing but its four members; `P` reads the params.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Envelope<'a> {
+pub(crate) struct Envelope<'a, P> {
     #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: RequestId,
+    pub jsonrpc: Cow<'a, str>,
+    pub id: RequestId,
     #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Params<'a>,
+    pub method: Cow<'a, str>,
+    pub params: P,
 }
 
 #[derive(Deserialize)]
@@ -38,7 +38,7 @@ struct Envelope<'a> {
 struct Params<'a> {
     #[serde(rename = "taskId", borrow)]
     task_id: Cow<'a, str>,
-    #[serde(rename = "_meta")]
+    #[serde(rename = "_meta", borrow)]
     meta: Meta<'a>,
 }
 
@@ -46,35 +46,43 @@ struct Params<'a> {
 /// context, a progress token, a log level) takes the full path.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Meta<'a> {
+pub(crate) struct Meta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
     protocol_version: Cow<'a, str>,
     #[serde(rename = "io.modelcontextprotocol/clientInfo")]
     #[allow(dead_code, reason = "read only to check it")]
     client_info: Implementation,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    client_capabilities: ClientCapabilities,
+    pub client_capabilities: ClientCapabilities,
+}
+
+impl Meta<'_> {
+    /// Whether the request is of [`VERSION`] and declares the tasks extension.
+    pub fn declares_tasks(&self) -> bool {
+        self.protocol_version == VERSION && self.client_capabilities.supports_tasks()
+    }
+}
+
+/// Whether `headers` name `method` and [`VERSION`] (one value each) and are otherwise plain
+/// ([`plain_headers`]): the cheap refusals, before the body is parsed.
+pub(crate) fn plain_request_headers(headers: &HeaderMap, method: &str) -> bool {
+    single(headers, "mcp-method") == Some(method.as_bytes())
+        && single(headers, "mcp-protocol-version") == Some(VERSION.as_bytes())
+        && plain_headers(headers)
 }
 
 /// The poll in `body` with `headers`, when both have the plain form; `None` otherwise.
 pub fn parse(headers: &HeaderMap, body: &[u8]) -> Option<Poll> {
     // Cheap refusals first: most requests that are not polls stop at the method header.
-    if single(headers, "mcp-method")? != b"tasks/get"
-        || single(headers, "mcp-protocol-version")? != VERSION.as_bytes()
-    {
+    if !plain_request_headers(headers, "tasks/get") {
         return None;
     }
-    if !plain_headers(headers) {
-        return None;
-    }
-    let envelope: Envelope<'_> = serde_json::from_slice(body).ok()?;
-    let meta = &envelope.params.meta;
+    let envelope: Envelope<'_, Params<'_>> = serde_json::from_slice(body).ok()?;
     // clientInfo is read as rmcp's `Implementation` (so a malformed one takes the full path)
     // and not used further.
     let ok = envelope.jsonrpc == "2.0"
         && envelope.method == "tasks/get"
-        && meta.protocol_version == VERSION
-        && meta.client_capabilities.supports_tasks()
+        && envelope.params.meta.declares_tasks()
         && single(headers, "mcp-name")? == envelope.params.task_id.as_bytes();
     ok.then(|| Poll {
         id: envelope.id,
@@ -83,7 +91,7 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Option<Poll> {
 }
 
 /// The one value of header `name`; `None` when it is absent or repeated.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h [u8]> {
+pub(crate) fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h [u8]> {
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     values.next().is_none().then_some(first.as_bytes())

@@ -24,21 +24,27 @@ fn pair(vars: &[(&str, &str)]) -> (AppState, AppState, Arc<MemoryStore>) {
     let (mut full, _) = test_state_with(&off);
     full.tasks = fast.tasks.clone();
     assert!(fast.fast_get.is_some() && full.fast_get.is_none());
-    if vars.contains(&("AUTH_MODE", "static")) {
-        let tokens = || {
-            let tokens = format!("{ANONYMOUS_TOKEN},{}\ntok-bob,bob\n", anonymous());
-            Auth::Bearer(Arc::new(StaticTokens::parse(&tokens)))
-        };
-        return (fast.with_auth(tokens()), full.with_auth(tokens()), store);
+    (with_tokens(fast, vars), with_tokens(full, vars), store)
+}
+
+/// `state`, with two static tokens when `vars` set `AUTH_MODE=static`: [`ANONYMOUS_TOKEN`]
+/// and `tok-bob` (user `bob`).
+pub(super) fn with_tokens(state: AppState, vars: &[(&str, &str)]) -> AppState {
+    if !vars.contains(&("AUTH_MODE", "static")) {
+        return state;
     }
-    (fast, full, store)
+    let tokens = format!("{ANONYMOUS_TOKEN},{}\ntok-bob,bob\n", anonymous());
+    state.with_auth(Auth::Bearer(Arc::new(StaticTokens::parse(&tokens))))
 }
 
 /// With static tokens (see [`pair`]): the token of the caller that owns the stored tasks.
-const ANONYMOUS_TOKEN: &str = "tok-anon";
+pub(super) const ANONYMOUS_TOKEN: &str = "tok-anon";
 
 /// Status, `Content-Type` and body bytes of `request` through `state`.
-async fn raw(state: &AppState, request: Request<Body>) -> (u16, Option<String>, Vec<u8>) {
+pub(super) async fn raw(
+    state: &AppState,
+    request: Request<Body>,
+) -> (u16, Option<String>, Vec<u8>) {
     let response = crate::app(state.clone()).oneshot(request).await.unwrap();
     let status = response.status().as_u16();
     let content_type = response
@@ -51,7 +57,7 @@ async fn raw(state: &AppState, request: Request<Body>) -> (u16, Option<String>, 
 
 /// A request with `body` (raw bytes) and `headers` (name, value), on top of Host (unless
 /// `headers` has one).
-fn request(body: &[u8], headers: &[(&str, String)]) -> Request<Body> {
+pub(super) fn request(body: &[u8], headers: &[(&str, String)]) -> Request<Body> {
     let mut builder = Request::post("/mcp");
     if !headers.iter().any(|(name, _)| *name == "host") {
         builder = builder.header("host", "localhost:8080");
@@ -163,11 +169,19 @@ fn bodies(task: &str, id: &Value) -> Vec<Vec<u8>> {
 
 /// Header variants for a poll of `task`: the standard set first.
 fn header_sets(task: &str) -> Vec<Vec<(&'static str, String)>> {
+    header_variants("tasks/get", task)
+}
+
+/// Header variants for a request of `method` naming `name` (`Mcp-Name`): the standard set
+/// first, then each header the fast paths check missing, repeated or unusual, and the layer
+/// stack's checks (Host, Origin, bearer tokens).
+pub(super) fn header_variants(method: &str, name: &str) -> Vec<Vec<(&'static str, String)>> {
+    let task = name;
     let standard = vec![
         ("content-type", "application/json".to_owned()),
         ("accept", "application/json, text/event-stream".to_owned()),
-        ("mcp-method", "tasks/get".to_owned()),
-        ("mcp-name", task.to_owned()),
+        ("mcp-method", method.to_owned()),
+        ("mcp-name", name.to_owned()),
         ("mcp-protocol-version", V.to_owned()),
     ];
     let replaced = |name: &'static str, value: Option<&str>| {

@@ -5,6 +5,7 @@ mod auth;
 mod authz;
 mod calls;
 mod deletions;
+mod fastcall;
 mod fastget;
 mod limits;
 mod listen;
