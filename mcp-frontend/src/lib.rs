@@ -25,6 +25,10 @@
 //!
 //! [`app`] builds the router; [`handler`] is the rmcp `ServerHandler`; [`call`] and [`tasks`]
 //! do the work over the traits in [`store`] and [`tools`], so HTTP tests run without a cluster.
+//! In front of the router, two fast paths take the requests clients send most in their plain
+//! form, a form for which every check of rmcp's listed above passes: [`fastget`] answers
+//! `tasks/get` polls from serialized answers, and [`fastcall`] serves `tools/call` by the
+//! handler's own code without rmcp's per-request service. Anything else goes through rmcp.
 
 pub mod ack;
 pub mod apihealth;
