@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::fastget::{header_variants, raw, request, with_tokens};
+use super::fastget::{
+    assert_same, counter_lines, header_variants, raw, request, with_raw_forms, with_tokens,
+};
 use super::*;
 
 /// The two front ends: with the fast path, and without it.
@@ -80,25 +82,7 @@ fn bodies(tool: &str, arguments: &Value, id: &Value) -> Vec<Vec<u8>> {
     with(&|b| b["jsonrpc"] = json!("1.0"));
     with(&|b| drop(b.as_object_mut().unwrap().remove("id")));
     with(&|b| b["params"] = json!([tool]));
-    let mut raw: Vec<Vec<u8>> = variants
-        .iter()
-        .map(|v| v.to_string().into_bytes())
-        .collect();
-    let text = plain.to_string();
-    raw.push(serde_json::to_vec_pretty(&plain).unwrap());
-    raw.push(text.as_bytes()[..text.len() - 3].to_vec());
-    raw.push(format!("{text} {{}}").into_bytes());
-    raw.push(format!("[{text}]").into_bytes());
-    raw.push(
-        text.replacen(
-            "\"jsonrpc\":\"2.0\"",
-            "\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\"",
-            1,
-        )
-        .into_bytes(),
-    );
-    raw.push(text.replacen("tools/call", "tools\\/call", 1).into_bytes());
-    raw
+    with_raw_forms(variants, "tools/call")
 }
 
 /// `body` with the values a new task gets (`taskId`, `createdAt`, `lastUpdatedAt` of the
@@ -142,16 +126,8 @@ async fn differ(vars: &[(&str, &str)]) -> u64 {
                     let want = (status, kind, normalized(&body_full));
                     let (status, kind, body_fast) = raw(&fast, request(body, set)).await;
                     let got = (status, kind, normalized(&body_fast));
-                    assert!(
-                        got == want,
-                        "tool {tool}, id #{n}, body #{b}, headers {set:?}:\nfast {} {:?} {}\nfull {} {:?} {}",
-                        got.0,
-                        got.1,
-                        String::from_utf8_lossy(&got.2[..got.2.len().min(800)]),
-                        want.0,
-                        want.1,
-                        String::from_utf8_lossy(&want.2[..want.2.len().min(800)]),
-                    );
+                    let case = || format!("tool {tool}, id #{n}, body #{b}, headers {set:?}");
+                    assert_same(&got, &want, case);
                     cases += 1;
                 }
             }
@@ -165,19 +141,7 @@ async fn differ(vars: &[(&str, &str)]) -> u64 {
 
 /// The request and tool-call counters of `state`, as `/metrics` shows them.
 fn counts(state: &AppState) -> Vec<String> {
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &state.registry).unwrap();
-    let counted = [
-        "mcp_frontend_requests_total",
-        "mcp_frontend_tool_calls_total",
-    ];
-    let lines = text
-        .lines()
-        .filter(|l| counted.iter().any(|c| l.starts_with(c)));
-    let mut lines: Vec<String> = lines.map(str::to_owned).collect();
-    lines.sort();
-    assert!(lines.iter().any(|l| l.contains("tools/call")), "{text}");
-    lines
+    counter_lines(state, "mcp_frontend_tool_calls_total", "tools/call")
 }
 
 /// How many calls the fast path of `state` served.

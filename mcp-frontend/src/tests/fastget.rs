@@ -146,12 +146,20 @@ fn bodies(task: &str, id: &Value) -> Vec<Vec<u8>> {
     with(&|b| b["jsonrpc"] = json!("1.0"));
     with(&|b| drop(b.as_object_mut().unwrap().remove("id")));
     with(&|b| b["params"] = json!([task]));
+    with_raw_forms(variants, "tasks/get")
+}
+
+/// `variants` (the plain body first) as bytes, then the plain body's raw forms: pretty-printed,
+/// truncated, followed by more JSON, in a batch, with `jsonrpc` twice, and with the `/` of
+/// `method` escaped.
+pub(super) fn with_raw_forms(variants: Vec<Value>, method: &str) -> Vec<Vec<u8>> {
+    let plain = &variants[0];
+    let text = plain.to_string();
     let mut raw: Vec<Vec<u8>> = variants
         .iter()
         .map(|v| v.to_string().into_bytes())
         .collect();
-    let text = plain.to_string();
-    raw.push(serde_json::to_vec_pretty(&plain).unwrap());
+    raw.push(serde_json::to_vec_pretty(plain).unwrap());
     raw.push(text.as_bytes()[..text.len() - 3].to_vec());
     raw.push(format!("{text} {{}}").into_bytes());
     raw.push(format!("[{text}]").into_bytes());
@@ -163,7 +171,10 @@ fn bodies(task: &str, id: &Value) -> Vec<Vec<u8>> {
         )
         .into_bytes(),
     );
-    raw.push(text.replacen("tasks/get", "tasks\\/get", 1).into_bytes());
+    raw.push(
+        text.replacen(method, &method.replace('/', "\\/"), 1)
+            .into_bytes(),
+    );
     raw
 }
 
@@ -269,16 +280,8 @@ async fn differ(vars: &[(&str, &str)]) -> u64 {
                 for set in sets {
                     let want = raw(&full, request(body, set)).await;
                     let got = raw(&fast, request(body, set)).await;
-                    assert!(
-                        got == want,
-                        "task {task}, id #{n}, body #{b}, headers {set:?}:\nfast {} {:?} {}\nfull {} {:?} {}",
-                        got.0,
-                        got.1,
-                        String::from_utf8_lossy(&got.2[..got.2.len().min(600)]),
-                        want.0,
-                        want.1,
-                        String::from_utf8_lossy(&want.2[..want.2.len().min(600)]),
-                    );
+                    let case = || format!("task {task}, id #{n}, body #{b}, headers {set:?}");
+                    assert_same(&got, &want, case);
                     cases += 1;
                 }
             }
@@ -292,19 +295,42 @@ async fn differ(vars: &[(&str, &str)]) -> u64 {
 
 /// The request and task-request counters of `state`, as `/metrics` shows them.
 fn counts(state: &AppState) -> Vec<String> {
+    counter_lines(state, "mcp_frontend_task_requests_total", "tasks/get")
+}
+
+/// The lines of `mcp_frontend_requests_total` and of `series` in `/metrics` of `state`,
+/// sorted; some must name `method`.
+pub(super) fn counter_lines(state: &AppState, series: &str, method: &str) -> Vec<String> {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &state.registry).unwrap();
-    let counted = [
-        "mcp_frontend_requests_total",
-        "mcp_frontend_task_requests_total",
-    ];
+    let counted = ["mcp_frontend_requests_total", series];
     let lines = text
         .lines()
         .filter(|l| counted.iter().any(|c| l.starts_with(c)));
     let mut lines: Vec<String> = lines.map(str::to_owned).collect();
     lines.sort();
-    assert!(lines.iter().any(|l| l.contains("tasks/get")), "{text}");
+    assert!(lines.iter().any(|l| l.contains(method)), "{text}");
     lines
+}
+
+/// Asserts that the answers (status, `Content-Type`, body) of the two paths are the same,
+/// showing both and `case` when not.
+pub(super) fn assert_same(
+    got: &(u16, Option<String>, Vec<u8>),
+    want: &(u16, Option<String>, Vec<u8>),
+    case: impl Fn() -> String,
+) {
+    let show = |(status, kind, body): &(u16, Option<String>, Vec<u8>)| {
+        let body = String::from_utf8_lossy(&body[..body.len().min(800)]).into_owned();
+        format!("{status} {kind:?} {body}")
+    };
+    assert!(
+        got == want,
+        "{}:\nfast {}\nfull {}",
+        case(),
+        show(got),
+        show(want)
+    );
 }
 
 #[tokio::test(start_paused = true)]
