@@ -66,13 +66,23 @@ ensure_cert() {
   chmod 600 "$K/serving.key"
 }
 
-# kwok's config: the stages, and one ClusterLogs whose scripts are hack/kwok/logs/*.log
-# (default.log for any container, <name>.log for a container named <name>).
+# How many pod stages (Running, exit, stop, delete: each one PATCH or DELETE) kwok plays at
+# once, for all its fake nodes together. On a real cluster each node's kubelet writes its own
+# pods' statuses, so 50 nodes are 50 writers; with kwok's default of 4 and the API server
+# answering in a few hundred milliseconds, the 5,000-task level of make scale had 2,900 pods
+# "running" at once long past their run, and its tasks took 818 s; with 50: 1,509 and 686 s
+# (docs/BENCHMARKS.md, "make scale").
+POD_PLAY_PARALLELISM=${KWOK_POD_PLAY_PARALLELISM:-50}
+
+# kwok's config: its options, the stages, and one ClusterLogs whose scripts are
+# hack/kwok/logs/*.log (default.log for any container, <name>.log for a container named <name>).
 render_config() {
   local out=$1 f name
   mkdir -p "$K/logs"
   cp "$HACK"/kwok/logs/*.log "$K/logs/"
   {
+    printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\n'
+    printf 'options:\n  podPlayStageParallelism: %s\n---\n' "$POD_PLAY_PARALLELISM"
     cat "$HACK/kwok/stages.yaml"
     printf -- '---\napiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\n'
     printf 'metadata:\n  name: mcp-tool-output\nspec:\n  logs:\n'

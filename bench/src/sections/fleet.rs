@@ -62,6 +62,8 @@ const TOP_SERIES: usize = 8;
 struct Run {
     /// First create (or tools/call) → last Job seen.
     jobs_per_second: f64,
+    /// First create → last pod seen (created by the Job controller).
+    pods_per_second: f64,
     /// First create → last pod seen running.
     running_per_second: f64,
     /// Create → done, per object.
@@ -165,6 +167,7 @@ pub async fn run(
         let ended = |id: &String| seen.ended.get(id);
         Run {
             jobs_per_second: per_second(started, seen.jobs.values(), count),
+            pods_per_second: per_second(started, seen.pods_created.values(), count),
             running_per_second: per_second(started, seen.pods_running.values(), count),
             to_done: ids
                 .iter()
@@ -233,6 +236,11 @@ pub async fn run(
         ),
         format!(
             "{:.1}/s ({})",
+            tasks.pods_per_second,
+            ratio(tasks.pods_per_second, jobs.pods_per_second)
+        ),
+        format!(
+            "{:.1}/s ({})",
             tasks.running_per_second,
             ratio(tasks.running_per_second, jobs.running_per_second)
         ),
@@ -294,6 +302,7 @@ pub fn section() -> Section {
             "tasks: first call → terminal p50 / p90 / last",
             "bare Jobs: first create → done p50 / p90 / last",
             "Jobs created",
+            "pods created",
             "pods running",
             "most pods running at once",
             "operator VmRSS peak",
@@ -349,6 +358,7 @@ async fn bare_jobs(
     let after = Reading::take(&[]).await?;
     Ok(watch.read(|seen| Run {
         jobs_per_second: per_second(started, seen.jobs.values(), count),
+        pods_per_second: per_second(started, seen.pods_created.values(), count),
         running_per_second: per_second(started, seen.pods_running.values(), count),
         to_done: seen
             .jobs_done

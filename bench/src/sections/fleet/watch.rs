@@ -1,5 +1,5 @@
-//! What the fleet section watches in its namespace: when each Job appeared and finished, how
-//! many pods run at once (and the most at once), and when each task reached its terminal
+//! What the fleet section watches in its namespace: when each Job appeared and finished, when
+//! each pod appeared (the Job controller's share) and ran (the node's), how many pods run at once (and the most at once), and when each task reached its terminal
 //! status with which result. Three watches in all, so the harness adds three requests to the
 //! API server's counters however many tasks run.
 
@@ -31,6 +31,8 @@ pub struct Seen {
     pub jobs: BTreeMap<String, SystemTime>,
     /// First time each Job was seen succeeded or failed.
     pub jobs_done: BTreeMap<String, SystemTime>,
+    /// First time each pod was seen (created by the Job controller).
+    pub pods_created: BTreeMap<String, SystemTime>,
     /// Pods whose containers run now.
     running: BTreeMap<String, ()>,
     /// First time each pod was seen running.
@@ -119,6 +121,9 @@ fn on_job(seen: &mut Seen, job: &Job) {
 fn on_pod(seen: &mut Seen, pod: &Pod) {
     let name = pod.name_any();
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    seen.pods_created
+        .entry(name.clone())
+        .or_insert_with(SystemTime::now);
     if phase == Some("Running") && pod.metadata.deletion_timestamp.is_none() {
         seen.running.insert(name.clone(), ());
         seen.pods_running
