@@ -12,9 +12,9 @@
 //! goes to the router untouched, before anything is spent. A taken call is answered as rmcp
 //! answers it: a call that waits for its task (a synchronous tool, or `immediateResultMs`)
 //! runs in its own task, cancelled when the caller goes away before the answer; a call
-//! answered with its handle runs in the request's own task; the result or error is serialized as rmcp's JSON-RPC message, with rmcp's HTTP
-//! status for the error codes it maps (`src/tests/fastcall.rs` compares the two paths byte for
-//! byte).
+//! answered with its handle runs in the request's own task. The result or error is serialized
+//! as rmcp's JSON-RPC message, with rmcp's HTTP status for the error codes it maps
+//! (`src/tests/fastcall.rs` compares the two paths byte for byte).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

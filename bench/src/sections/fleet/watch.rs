@@ -1,6 +1,7 @@
 //! What the fleet section watches in its namespace: when each Job appeared and finished, when
-//! each pod appeared (the Job controller's share) and ran (the node's), how many pods run at once (and the most at once), and when each task reached its terminal
-//! status with which result. Three watches in all, so the harness adds three requests to the
+//! each pod appeared (the Job controller's share) and ran (the node's), how many pods run at
+//! once (and the most at once), and when each task reached its terminal status with which
+//! result. Three watches in all, so the harness adds three requests to the
 //! API server's counters however many tasks run.
 
 use std::collections::BTreeMap;
