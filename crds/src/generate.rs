@@ -82,9 +82,11 @@ mod tests {
 
     #[test]
     fn committed_yaml_is_current() {
+        // This checkout's files, found at run time (see `wire::read_fixture`).
+        let member = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR (cargo test)");
         for crd in crds().expect("CRDs serialize") {
             let plural = &crd.spec.names.plural;
-            let path = format!("{}/yaml/{plural}.yaml", env!("CARGO_MANIFEST_DIR"));
+            let path = format!("{member}/yaml/{plural}.yaml");
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
             let current = render_yaml(&crd).expect("YAML");
             assert!(
@@ -92,10 +94,7 @@ mod tests {
                 "{path} is stale or missing: run hack/generate.sh"
             );
             // The chart's copy, which its `crds.yaml` template installs.
-            let chart = format!(
-                "{}/../charts/mcp-task-operator/files/crds/{plural}.yaml",
-                env!("CARGO_MANIFEST_DIR")
-            );
+            let chart = format!("{member}/../charts/mcp-task-operator/files/crds/{plural}.yaml");
             let copy = std::fs::read_to_string(&chart).unwrap_or_default();
             assert!(
                 copy == current,

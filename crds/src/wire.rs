@@ -22,6 +22,16 @@ use serde_json::{Map, Value};
 
 use crate::{McpTask, TaskError, TaskStatus};
 
+/// Reads `crds/tests/fixtures/wire/<name>` for a test of any crate of this workspace, from the
+/// checkout whose tests run: `cargo test` sets `CARGO_MANIFEST_DIR` at run time to the member
+/// under test. (The compile-time value would be the checkout that built the test, which a build
+/// cache shared by two checkouts may not be.)
+pub fn read_fixture(name: &str) -> String {
+    let member = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR (cargo test)");
+    let path = format!("{member}/../crds/tests/fixtures/wire/{name}");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
 /// The stored states under `crds/tests/fixtures/wire/`, each a `<case>.yaml` McpTask and the
 /// `<case>.get.json` its `tasks/get` carries: the wire tests of this crate, the front end and the
 /// cluster suite walk this one list. The first, `new`, has no status yet.

@@ -3,7 +3,7 @@
 //! the checks of the flows they run (poll, input, listen, cancel against the fixture tools).
 //! `tests/tests/clients.rs` checks the same flows against a front end process.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -17,9 +17,7 @@ pub fn clients_dir() -> PathBuf {
 
 /// This checkout's `tests/clients/<path>`.
 pub fn script(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/clients")
-        .join(path)
+    crate::repo_dir().join("tests/clients").join(path)
 }
 
 /// Runs `command`, panicking with its output unless it succeeds; returns its stdout.
@@ -154,7 +152,7 @@ pub fn assert_python_flows(lines: &[Value]) {
 
 /// Runs `examples/clients/restock_report.py URL EXTRA...` with the Python SDK; returns stdout.
 pub async fn run_restock_report(url: &str, extra: &[&str]) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/clients/restock_report.py");
+    let path = crate::repo_dir().join("examples/clients/restock_report.py");
     let mut command = Command::new(clients_dir().join("py/bin/python"));
     command.arg(path).arg(url).args(extra);
     run_ok(command).await
@@ -164,7 +162,7 @@ pub async fn run_restock_report(url: &str, extra: &[&str]) -> String {
 /// ext-tasks (their packages found through `NODE_PATH` and `node-path.mjs`); returns stdout.
 pub async fn run_restock_report_ts(url: &str, extra: &[&str]) -> String {
     let clients = clients_dir();
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/clients");
+    let examples = crate::repo_dir().join("examples/clients");
     let mut command = Command::new(clients.join("node22"));
     command
         .env("NODE_PATH", clients.join("node_modules"))

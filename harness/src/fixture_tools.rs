@@ -55,9 +55,7 @@ pub const CORE_FIXTURE_MANIFEST: &str = "examples/conformance/core-mcptools.yaml
 
 /// The absolute path of `path`, given relative to the repository root.
 pub fn repo_file(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(path)
+    crate::repo_dir().join(path)
 }
 
 /// Server-side applies every `McpTool` in the YAML file `path` (relative to the repository

@@ -41,7 +41,7 @@ pub const HOLD_LOG_FIRST: &str = r#"{"mcp":"status","message":"kwok: holding"}"#
 pub const NO_SUCH_IMAGE: &str = "localhost/kwok-no-such-image:v1";
 
 fn script() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hack/kwok.sh")
+    crate::repo_dir().join("hack/kwok.sh")
 }
 
 /// Runs `hack/kwok.sh` with `args`; panics with its output when it fails.

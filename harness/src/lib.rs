@@ -186,7 +186,7 @@ pub async fn ensure_crds(client: &Client) {
     use kube::api::{Patch, PatchParams};
     use kube::runtime::wait::conditions::is_crd_established;
 
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds/yaml");
+    let dir = repo_dir().join("crds/yaml");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())
@@ -233,12 +233,27 @@ pub fn helm(args: &[&str]) -> Output {
 
 /// The chart's directory in this checkout.
 pub fn chart_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/mcp-task-operator")
+    repo_dir().join("charts/mcp-task-operator")
 }
 
-/// The root of this checkout.
+/// The root of this checkout, found at run time: `cargo test` and `cargo run` set
+/// `CARGO_MANIFEST_DIR` to the member they run (one level below the root); a binary started
+/// otherwise (`mto-bench` from `hack/bench.sh`) looks up from its working directory. Never the
+/// compile-time value: a build cache shared by two checkouts (CI's clone and a work tree) hands
+/// one of them the harness compiled in the other, the other's path baked in by `env!`.
 pub fn repo_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let is_root = |dir: &std::path::Path| dir.join("hack/versions.sh").is_file();
+    let member = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|dir| std::path::Path::new(&dir).join(".."))
+        .filter(|root| is_root(root));
+    member
+        .or_else(|| {
+            let cwd = std::env::current_dir().ok()?;
+            cwd.ancestors()
+                .find(|d| is_root(d))
+                .map(std::path::Path::to_path_buf)
+        })
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
 }
 
 /// Runs the script at `path` (under [`repo_dir`]) with `args`; panics with its output when it

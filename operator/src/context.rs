@@ -19,6 +19,7 @@ use crate::controller::mcp_task::admission::Admitted;
 use crate::controller::mcp_task::budget::WriteBudget;
 use crate::controller::mcp_task::cache::Caches;
 use crate::controller::mcp_task::follow::Followers;
+use crate::controller::mcp_task::status::START_NOTE_SETTLE;
 use crate::events::Events;
 use crate::liveness::Liveness;
 use crate::lock;
@@ -54,6 +55,12 @@ pub struct Context {
     /// The ceiling on progress status writes of all tasks.
     pub budget: WriteBudget,
     last_writes: Mutex<HashMap<String, Instant>>,
+    /// The `resourceVersion` each task had after this replica's last status write to it, until
+    /// the cache shows that version or a newer one ([`Context::cache_behind`]).
+    written: Mutex<HashMap<String, String>>,
+    /// When the first start note since each task's last write was decided
+    /// ([`Context::start_note_wait`]).
+    start_notes: Mutex<HashMap<String, Instant>>,
     /// UIDs of the tasks whose terminal status this replica wrote, until its cache shows it.
     ended: Mutex<std::collections::HashSet<String>>,
     /// The tasks this replica admitted past their tool's concurrency limit, until its cache
@@ -95,6 +102,8 @@ impl Context {
             liveness: Arc::default(),
             caches: OnceLock::new(),
             last_writes: Mutex::new(HashMap::new()),
+            written: Mutex::default(),
+            start_notes: Mutex::default(),
             ended: Mutex::default(),
             admitted: Admitted::default(),
         }
@@ -121,6 +130,7 @@ impl Context {
 
     /// Records a status write of the task with `uid` (or forgets it, once the task is done).
     pub fn record_write(&self, uid: &str, done: bool) {
+        lock(&self.start_notes).remove(uid);
         let mut writes = lock(&self.last_writes);
         if done {
             writes.remove(uid);
@@ -128,6 +138,42 @@ impl Context {
         } else {
             writes.insert(uid.to_owned(), Instant::now());
         }
+    }
+
+    /// How long the start note just decided for the task with `uid` must still stand before it
+    /// is written: [`START_NOTE_SETTLE`] from the first start note since the task's last write
+    /// (this one, when it is the first), then zero.
+    pub fn start_note_wait(&self, uid: &str) -> Duration {
+        let mut notes = lock(&self.start_notes);
+        let since = *notes.entry(uid.to_owned()).or_insert_with(Instant::now);
+        START_NOTE_SETTLE.saturating_sub(since.elapsed())
+    }
+
+    /// Records that a status write left the task with `uid` at `resource_version`.
+    pub fn record_written(&self, uid: &str, resource_version: Option<String>) {
+        let mut written = lock(&self.written);
+        match resource_version {
+            Some(rv) => written.insert(uid.to_owned(), rv),
+            None => written.remove(uid),
+        };
+    }
+
+    /// Whether the cached copy of the task with `uid`, at `cached` (its `resourceVersion`), is
+    /// older than this replica's last status write to it: the watch has not brought the write
+    /// back yet. A reconcile of that copy would decide from a status already replaced and write
+    /// again what was written (its times moved on). Once the cache shows the written version or
+    /// a newer one, or when either version cannot be compared, the write is forgotten.
+    pub fn cache_behind(&self, uid: &str, cached: Option<&str>) -> bool {
+        let mut written = lock(&self.written);
+        let Some(rv) = written.get(uid) else {
+            return false;
+        };
+        let older = cached.and_then(|c| crate::resource_version::compare(c, rv))
+            == Some(std::cmp::Ordering::Less);
+        if !older {
+            written.remove(uid);
+        }
+        older
     }
 
     /// Records that this replica wrote the terminal status of the task with `uid`: a terminal
@@ -151,6 +197,8 @@ impl Context {
     pub fn retain_tasks(&self, keep: impl Fn(&str) -> bool) {
         self.followers.retain(&keep);
         lock(&self.last_writes).retain(|uid, _| keep(uid));
+        lock(&self.written).retain(|uid, _| keep(uid));
+        lock(&self.start_notes).retain(|uid, _| keep(uid));
         lock(&self.ended).retain(|uid| keep(uid));
     }
 

@@ -20,6 +20,7 @@ pub mod lock;
 pub mod log_clients;
 pub mod metrics;
 pub mod policy;
+pub mod resource_version;
 pub mod state;
 
 pub use error::{Error, Result};

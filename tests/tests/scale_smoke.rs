@@ -59,6 +59,75 @@ const LEASE: [(&str, &str); 3] = [
 /// A guard against a hang, not an assertion on time: the tasks take about two minutes.
 const GIVE_UP: Duration = Duration::from_secs(600);
 
+/// What a version of a task says: its spec, labels, annotations and status, with the status's
+/// times left out (conditions' `lastTransitionTime`, `lastUpdatedAt`). Two versions that differ
+/// only in these times say the same.
+fn said(task: &McpTask) -> serde_json::Value {
+    let mut status = serde_json::to_value(&task.status).unwrap_or_default();
+    if let Some(status) = status.as_object_mut() {
+        status.remove("lastUpdatedAt");
+        for condition in status
+            .get_mut("conditions")
+            .and_then(serde_json::Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            condition
+                .as_object_mut()
+                .map(|c| c.remove("lastTransitionTime"));
+        }
+    }
+    json!({
+        "spec": task.spec,
+        "labels": task.metadata.labels,
+        "annotations": task.metadata.annotations,
+        "status": status,
+    })
+}
+
+/// What the status writes of the namespace's tasks said, as a watch saw them.
+#[derive(Debug, Default)]
+struct Writes {
+    /// Changes seen (new versions of a task), over all tasks.
+    changes: usize,
+    /// Of those, the ones that said nothing new: only the status's times moved (the task's
+    /// name, and what it said).
+    repeats: Vec<String>,
+}
+
+/// Watches the tasks of `tasks`' namespace until `stop` fires, and counts their status writes.
+async fn watch_writes(tasks: Api<McpTask>, mut stop: tokio::sync::oneshot::Receiver<()>) -> Writes {
+    use kube::runtime::{WatchStreamExt, watcher};
+    let mut last: BTreeMap<String, (Option<String>, serde_json::Value)> = BTreeMap::new();
+    let mut writes = Writes::default();
+    let mut events = std::pin::pin!(watcher(tasks, watcher::Config::default()).applied_objects());
+    loop {
+        let task = tokio::select! {
+            _ = &mut stop => break,
+            next = events.next() => match next {
+                Some(Ok(task)) => task,
+                Some(Err(_)) => continue,
+                None => break,
+            },
+        };
+        let (name, rv, now) = (task.name_any(), task.resource_version(), said(&task));
+        let Some((seen_rv, seen)) = last.get(&name) else {
+            last.insert(name, (rv, now));
+            continue;
+        };
+        // A relist shows versions seen before.
+        if *seen_rv == rv {
+            continue;
+        }
+        if *seen == now {
+            writes.repeats.push(format!("{name}: {}", now["status"]));
+        }
+        writes.changes += 1;
+        last.insert(name, (rv, now));
+    }
+    writes
+}
+
 /// `mcp_operator_api_requests_total` by (verb, resource), from the operator's metrics text.
 fn requests(metrics: &str) -> BTreeMap<(String, String), f64> {
     let mut counts = BTreeMap::new();
@@ -124,6 +193,9 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
             &tool(TOOL, NO_SUCH_IMAGE, &[], spec, json!({})),
         )
         .await;
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        let (stop_watch, stopped) = tokio::sync::oneshot::channel();
+        let watch = tokio::spawn(watch_writes(tasks.clone(), stopped));
         let names: Vec<String> = futures::stream::iter(0..count)
             .map(|n| {
                 let (client, ns) = (client.clone(), ns.clone());
@@ -136,7 +208,6 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
         let begun = Instant::now();
         // The most tasks seen running their tool at once (their status shows a line of the
         // script), and the most TCP connections the operator held then.
@@ -178,6 +249,25 @@ async fn every_task_of_a_small_fleet_completes_within_a_bounded_request_count() 
         assert!(
             wrong.is_empty(),
             "tasks without the scripted result: {wrong:?}"
+        );
+
+        // Every status write says something new: one that only moves the times is a write
+        // made from a cached copy older than the operator's own last write (it decided from
+        // the status that write replaced).
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let _ = stop_watch.send(());
+        let writes = watch.await.expect("the status watch");
+        eprintln!(
+            "scale-smoke: {:.2} changes per task seen by a watch (the record, the status \
+             writes), {} of them repeats",
+            writes.changes as f64 / count as f64,
+            writes.repeats.len()
+        );
+        assert!(
+            writes.repeats.is_empty(),
+            "{} status writes said nothing new (only times moved), e.g. {:?}",
+            writes.repeats.len(),
+            writes.repeats.iter().take(2).collect::<Vec<_>>()
         );
 
         let (code, metrics) = operator

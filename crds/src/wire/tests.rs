@@ -6,11 +6,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::mcp_task::McpTaskStatus;
 
-/// Reads `tests/fixtures/wire/<name>`.
-fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/wire/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
-}
+use super::read_fixture as fixture;
 
 fn task(case: &str) -> McpTask {
     serde_yaml::from_str(&fixture(&format!("{case}.yaml"))).expect("fixture is an McpTask")

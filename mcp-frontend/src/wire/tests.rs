@@ -79,15 +79,9 @@ fn a_task_asking_only_what_its_client_cannot_answer_shows_working() {
     assert_eq!(json["inputRequests"]["go"], ask);
 }
 
-/// Reads `crds/tests/fixtures/wire/<name>`: the JSON the Tasks extension prescribes for each
-/// stored state (`docs/DESIGN.md`).
-fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/../crds/tests/fixtures/wire/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
-}
+// Reads `crds/tests/fixtures/wire/<name>`: the JSON the Tasks extension prescribes for each
+// stored state (`docs/DESIGN.md`).
+use mcp_task_operator_crds::wire::read_fixture as fixture;
 
 #[test]
 fn rmcp_types_carry_every_fixture_state_exactly() {

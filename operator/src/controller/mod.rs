@@ -49,13 +49,14 @@ pub async fn drain<T, E: std::fmt::Display>(
 
 /// Writes `status` as the status of `object` by server-side apply (fields left out are
 /// released); the body's apiVersion and kind come from the type, never written out by hand.
-/// `what` names the write in an error ("McpTool status").
+/// `what` names the write in an error ("McpTool status"). Returns the object's
+/// `resourceVersion` after the write.
 pub async fn apply_status<K>(
     client: &kube::Client,
     object: &K,
     status: &impl serde::Serialize,
     what: &'static str,
-) -> Result<()>
+) -> Result<Option<String>>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
@@ -67,10 +68,11 @@ where
         kube::Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
     let patch = json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status});
     let params = kube::api::PatchParams::apply(crate::FIELD_MANAGER).force();
-    api.patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
+    let written = api
+        .patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
         .await
         .map_err(|e| Error::kube(crate::error::KubeOp::Patch, what, name, e))?;
-    Ok(())
+    Ok(written.resource_version())
 }
 
 /// Runs `reconcile` on a parsed object and times the run in the metrics of `controller`. An

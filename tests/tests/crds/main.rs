@@ -19,9 +19,7 @@ use serde_json::{Value, json};
 
 /// Reads a YAML file of the repository as JSON.
 fn repo_yaml(relative: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative);
+    let path = mcp_task_operator_harness::repo_dir().join(relative);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))

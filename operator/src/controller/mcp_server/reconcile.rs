@@ -403,7 +403,8 @@ async fn write_status(server: &McpServer, ctx: &Context, status: McpServerStatus
     if server.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    crate::controller::apply_status(&ctx.client, server, &status, "McpServer status").await
+    crate::controller::apply_status(&ctx.client, server, &status, "McpServer status").await?;
+    Ok(())
 }
 
 fn cut(text: &str) -> String {

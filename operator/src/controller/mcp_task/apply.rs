@@ -333,8 +333,13 @@ async fn patch_status_if_current(
     }
 }
 
-/// Writes the task's status by server-side apply (fields left out are released).
-pub async fn apply_status(client: &Client, task: &McpTask, status: &McpTaskStatus) -> Result<()> {
+/// Writes the task's status by server-side apply (fields left out are released); returns the
+/// task's `resourceVersion` after the write.
+pub async fn apply_status(
+    client: &Client,
+    task: &McpTask,
+    status: &McpTaskStatus,
+) -> Result<Option<String>> {
     crate::controller::apply_status(client, task, status, "McpTask status").await
 }
 

@@ -124,6 +124,12 @@ pub struct Decision {
     pub side_effect: Option<SideEffect>,
     /// When the decision may change without any watch event (a cancel grace period ending).
     pub recheck_after: Option<SignedDuration>,
+    /// The outcome's message is the operator's own word on a tool that has not spoken yet
+    /// (waiting for the Job, its pod or the container; "Running" before the tool's first
+    /// status line): a start note, written only once it has stood a while
+    /// ([`START_NOTE_SETTLE`](super::status::START_NOTE_SETTLE)). Set by the reconciler, which
+    /// knows what was observed; [`decide`] leaves it false.
+    pub start_note: bool,
 }
 
 impl Decision {
@@ -133,6 +139,7 @@ impl Decision {
             outcome,
             side_effect: None,
             recheck_after: None,
+            start_note: false,
         }
     }
 
@@ -142,6 +149,7 @@ impl Decision {
             outcome,
             side_effect: Some(side_effect),
             recheck_after: None,
+            start_note: false,
         }
     }
 }
@@ -237,6 +245,7 @@ fn decide_cancel(obs: &Observation<'_>, requested_at: Timestamp) -> Decision {
                 },
                 side_effect: None,
                 recheck_after: Some(remaining),
+                start_note: false,
             }
         }
     }

@@ -52,6 +52,9 @@ pub const CONTROLLER: &str = "mcptask";
 /// How soon to look again at a task whose expiry could not be moved because it changed since
 /// it was read (its watch event brings it back sooner, as a rule).
 const STALE_RETRY: Duration = Duration::from_millis(500);
+/// How soon to look again at a task whose cached copy is older than this replica's last status
+/// write to it: the watch brings a write back within milliseconds, as a rule.
+const BEHIND_RETRY: Duration = Duration::from_millis(100);
 
 /// Reconciles one task; a task the operator cannot even parse gets a Warning Event and waits
 /// for a change. Its span joins the task's trace (the front end's `tools/call` span, from the
@@ -111,6 +114,12 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
     // shown it yet: nothing to read, follow or write until it does.
     if !task.is_terminal() && ctx.ended_here(&ids.uid, false) {
         return Ok(Action::requeue(STALE_RETRY));
+    }
+    // The cache has not brought back this replica's last status write (the watch event of a
+    // Job or pod came first): deciding from the status it replaced would write it again. The
+    // operator's own writes trigger no reconcile, so look again shortly.
+    if ctx.cache_behind(&ids.uid, task.metadata.resource_version.as_deref()) {
+        return Ok(Action::requeue(BEHIND_RETRY));
     }
     // 1. Expire.
     let (task, until_expiry) = match expire::step(task, ctx, &ids, now).await? {
@@ -193,7 +202,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         let guard = follow_state.as_ref().map(|s| lock(s));
         let idle = guard.as_deref().map(FollowState::idle_for);
         let progress = &guard.as_deref().unwrap_or(&empty).progress;
-        let decided = decide(&Observation {
+        let mut decided = decide(&Observation {
             workload: &workload,
             progress,
             answers: task.spec.input_responses.as_ref(),
@@ -205,6 +214,10 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
                 .and_then(|t| Timestamp::try_from(t).ok()),
             now,
         });
+        decided.start_note = matches!(decided.outcome, Outcome::Working { .. })
+            && cancel_at.is_none()
+            && progress.status_message().is_none()
+            && matches!(workload, Workload::Starting { .. } | Workload::Running);
         // Silence counts only while the tool runs with nothing to wait for.
         match matches!(decided.outcome, Outcome::Working { .. }) && cancel_at.is_none() {
             true => match idle::check(&workload, idle, idle_limit) {

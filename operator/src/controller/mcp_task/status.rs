@@ -202,6 +202,15 @@ fn same_visible_state(a: &McpTaskStatus, b: &McpTaskStatus) -> bool {
         && a.input_requests == b.input_requests
 }
 
+/// How long a start note (see [`Decision::start_note`](super::outcome::Decision::start_note))
+/// stands before it is written, counted from the first note since the task's last write. A
+/// task goes from its Job's confirmation through "Pod pending" and "Running" to the tool's
+/// first status line within a second or two; a client polling every few seconds sees few of
+/// these notes, and each would cost a status write. A note that stands longer (an image
+/// pulling, a pod unschedulable) is written; anything else (the tool's own status line, a
+/// status change, the Job's confirmation) is not held.
+pub const START_NOTE_SETTLE: Duration = Duration::from_secs(2);
+
 /// How long to wait before writing a status, given the time since this task's last write.
 ///
 /// A change of `status` (to a terminal one, or between `working` and `input_required`) and a

@@ -83,11 +83,10 @@ pub async fn step(
     {
         // The cancel (if any) has reached the pod; answers that cannot would be retried for
         // ever: the task fails, and its Job is stopped.
-        return Ok(Inspected::Finish(Decision {
-            outcome: Outcome::failure(FailureReason::InputTooLarge, Some(detail)),
-            side_effect: Some(outcome::SideEffect::DeleteJob),
-            recheck_after: None,
-        }));
+        return Ok(Inspected::Finish(Decision::with(
+            Outcome::failure(FailureReason::InputTooLarge, Some(detail)),
+            outcome::SideEffect::DeleteJob,
+        )));
     }
     Ok(Inspected::Seen {
         pods,

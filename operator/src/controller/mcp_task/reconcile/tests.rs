@@ -11,6 +11,7 @@ use k8s_openapi::jiff::SignedDuration;
 
 use super::*;
 use crate::controller::mcp_task::build::build_job;
+use crate::controller::mcp_task::status::START_NOTE_SETTLE;
 use crate::fixtures::api::{Call, context};
 use crate::fixtures::{task, tool};
 
@@ -113,10 +114,11 @@ fn with_cancel(mut task: McpTask) -> McpTask {
     task
 }
 
-/// The creation (POST) of the task's Job, its Event, then the list of its pods (none yet).
+/// The creation (POST) of the task's Job (answered with the Job and its UID, as the API server
+/// does), its Event, then the list of its pods (none yet).
 fn job_created() -> Vec<Call> {
     vec![
-        Call::echo(Method::POST, JOBS),
+        Call::ok(Method::POST, JOBS, job_json()),
         Call::event("tools"),
         Call::ok(Method::GET, PODS, no_pods()),
     ]
@@ -342,7 +344,57 @@ fn no_events() -> Value {
     json!({"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": {}, "items": []})
 }
 
+/// When `action` requeues, in seconds (kube's `Action` shows it only in its `Debug`, as whole
+/// or fractional seconds for the waits of these tests).
+fn requeue_secs(action: &Action) -> f64 {
+    let shown = format!("{action:?}");
+    let secs = shown
+        .split("Some(")
+        .nth(1)
+        .and_then(|rest| rest.split("s)").next())
+        .unwrap_or_else(|| panic!("no requeue in {shown}"));
+    secs.parse()
+        .unwrap_or_else(|_| panic!("no seconds in {shown}"))
+}
+
 mod cached;
 mod edges;
 mod jobs;
 mod pods;
+
+#[tokio::test]
+async fn a_copy_older_than_the_operators_own_last_write_is_not_acted_on() {
+    // The operator wrote the task's status, which left it at version 8; a Job's watch event
+    // brings the task's reconcile before the task's own watch brings that write back.
+    let (ctx, server, _triggers) = crate::fixtures::api::context(vec![]);
+    ctx.record_written("task-uid", Some("8".into()));
+    let action = super::reconcile_task(&live_task(), &ctx, Timestamp::now())
+        .await
+        .expect("reconcile succeeds");
+    assert_eq!(action, Action::requeue(super::BEHIND_RETRY));
+    assert!(server.await.unwrap().is_empty(), "no call at all");
+    // The write seen (or anything newer, or a version that cannot be compared) ends the wait.
+    assert!(ctx.cache_behind("task-uid", Some("7")));
+    assert!(!ctx.cache_behind("task-uid", Some("8")));
+    assert!(
+        !ctx.cache_behind("task-uid", Some("7")),
+        "forgotten once seen"
+    );
+    for seen in [Some("12"), Some("not-a-number"), None] {
+        ctx.record_written("task-uid", Some("8".into()));
+        assert!(!ctx.cache_behind("task-uid", seen), "{seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_start_note_stands_counted_from_the_first_since_the_last_write() {
+    let ctx = crate::fixtures::api::context(vec![]).0;
+    let first = ctx.start_note_wait("task-uid");
+    assert!(first > Duration::from_millis(1900) && first <= START_NOTE_SETTLE);
+    // Counted from the first note since the last write, whatever the notes say meanwhile.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(ctx.start_note_wait("task-uid") < first);
+    // A write starts the count again.
+    ctx.record_write("task-uid", false);
+    assert!(ctx.start_note_wait("task-uid") > first - Duration::from_millis(10));
+}

@@ -85,12 +85,16 @@ pub async fn step(
         let delay = if job_record::newly_confirmed(current, &next) {
             Duration::ZERO
         } else {
-            write_delay(
+            let settle = match decision.start_note && !urgent {
+                true => ctx.start_note_wait(uid),
+                false => Duration::ZERO,
+            };
+            settle.max(write_delay(
                 ctx.since_last_write(uid),
                 ctx.config.status_interval,
                 current.map(|s| s.status),
                 outcome.status(),
-            )
+            ))
         };
         let delay = match (delay.is_zero(), urgent) {
             (false, _) => delay,
@@ -108,20 +112,24 @@ pub async fn step(
         };
         if delay.is_zero() {
             let started = std::time::Instant::now();
-            if let Err(refused) = apply::apply_status(&ctx.client, task, &next).await {
+            let written = match apply::apply_status(&ctx.client, task, &next).await {
+                Ok(written) => written,
                 // A status the API server refuses (too large, invalid) would be retried until
                 // the TTL: the task fails with a small status saying why, once.
-                let Some(detail) = refused_write(&refused) else {
-                    return Err(refused);
-                };
-                tracing::warn!(task = %name, error = %refused, "status refused; failing the task");
-                outcome = Outcome::failure(FailureReason::StatusRefused, Some(detail));
-                let Some(failed) = next_status(current, &outcome, &status_ctx) else {
-                    return Err(refused);
-                };
-                next = failed;
-                apply::apply_status(&ctx.client, task, &next).await?;
-            }
+                Err(refused) => {
+                    let Some(detail) = refused_write(&refused) else {
+                        return Err(refused);
+                    };
+                    tracing::warn!(task = %name, error = %refused, "status refused; failing the task");
+                    outcome = Outcome::failure(FailureReason::StatusRefused, Some(detail));
+                    let Some(failed) = next_status(current, &outcome, &status_ctx) else {
+                        return Err(refused);
+                    };
+                    next = failed;
+                    apply::apply_status(&ctx.client, task, &next).await?
+                }
+            };
+            ctx.record_written(uid, written);
             let terminal = outcome.status().is_terminal();
             ctx.metrics.status_written(started.elapsed());
             ctx.record_write(uid, terminal);

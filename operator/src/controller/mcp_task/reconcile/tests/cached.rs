@@ -75,11 +75,16 @@ async fn a_running_task_reads_its_job_and_pods_from_the_cache_not_the_api() {
 async fn a_confirmed_job_missing_from_the_cache_is_read_before_the_task_fails_job_deleted() {
     // The Job was created and confirmed, but the cache has not seen it yet.
     let task = confirmed_task();
-    let mut calls = job_found(job_json());
-    calls.push(status_call(&task));
-    let (_, bodies) = run_cached(task, calls, "", caches(vec![], vec![running_pod()])).await;
-    let status = &bodies[2]["status"];
-    assert_eq!(status["status"], "working", "{status}");
+    let calls = job_found(job_json());
+    let (action, bodies) = run_cached(task, calls, "", caches(vec![], vec![running_pod()])).await;
+    // Found: the task runs, and nothing is written before its note "Running" has stood (the
+    // mock refuses any call after the two reads, a failure's write included).
+    assert_eq!(bodies.len(), 2);
+    let wait = requeue_secs(&action);
+    assert!(
+        wait > 1.0 && wait <= START_NOTE_SETTLE.as_secs_f64(),
+        "{action:?}"
+    );
 }
 
 #[tokio::test]
@@ -101,18 +106,6 @@ async fn a_finished_job_whose_pod_is_missing_from_the_cache_lists_pods_before_fa
     assert_eq!(bodies.len(), 2, "no status write yet: {bodies:?}");
     // The pod was found: its log is read before anything is decided.
     assert_eq!(action, Action::requeue(LOGS_PENDING));
-}
-
-/// When `action` requeues, in seconds (kube's `Action` shows it only in its `Debug`).
-fn requeue_secs(action: &Action) -> f64 {
-    let shown = format!("{action:?}");
-    let secs = shown
-        .split("Some(")
-        .nth(1)
-        .and_then(|rest| rest.split("s)").next())
-        .unwrap_or_else(|| panic!("no requeue in {shown}"));
-    secs.parse()
-        .unwrap_or_else(|_| panic!("no seconds in {shown}"))
 }
 
 /// Reconciles a task whose Job (with `job_status`) is cached and has no pod in the cache, at

@@ -144,3 +144,26 @@ async fn a_job_of_the_tasks_name_it_does_not_control_fails_the_task_and_is_left_
     assert_eq!(bodies[4]["reason"], "Failed");
     assert_eq!(bodies[4]["type"], "Warning");
 }
+
+#[tokio::test]
+async fn a_pending_pods_note_is_held_until_it_has_stood() {
+    // The Job's confirmation was written; its pod appeared and waits for its container.
+    let mut task = confirmed_task();
+    task.status.as_mut().unwrap().status_message =
+        Some("Waiting for the Job to create a pod".into());
+    let waiting = json!({"waiting": {"reason": "ContainerCreating"}});
+    let pods = pod_list("Pending", waiting, settled_annotations());
+    let (ctx, server, _triggers) = crate::fixtures::api::context(job_and_pods(job_json(), pods));
+    ctx.record_write("task-uid", false);
+    let action = super::super::reconcile_task(&task, &ctx, Timestamp::now())
+        .await
+        .unwrap();
+    // No status write: the note "Waiting for the tool container to start" is looked at again
+    // once it has stood, unless the container starts and the tool speaks first.
+    assert_eq!(server.await.unwrap().len(), 3, "the reads only");
+    let wait = requeue_secs(&action);
+    assert!(
+        wait > 1.0 && wait <= START_NOTE_SETTLE.as_secs_f64(),
+        "looked at again when the note has stood: {action:?}"
+    );
+}
