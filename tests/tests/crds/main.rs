@@ -5,8 +5,6 @@
 mod tasks;
 mod tools;
 
-use std::path::Path;
-
 use kube::{
     Api, Client,
     api::{Patch, PatchParams},
