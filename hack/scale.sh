@@ -4,7 +4,8 @@
 # "make scale"). Release builds of the front end, the operator and the harness; the local cluster
 # (started here when it is not running, and stopped again afterwards); kwok with
 # SCALE_NODES (50) fake nodes (stopped afterwards when this script started it). Settings:
-# MTO_BENCH_FLEET (1000,5000), SCALE_NODES (50).
+# MTO_BENCH_FLEET (1000,5000), SCALE_NODES (50), MTO_BENCH_FLEET_LONG (pods of 600 s instead of
+# 60 s; `make scale-long` sets it).
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"

@@ -36,6 +36,10 @@ pub struct Config {
     /// `1000,5000`; the section runs only when named in `MTO_BENCH_SECTIONS`, as `make scale`
     /// does).
     pub fleet: Vec<usize>,
+    /// Whether the fleet's fake pods run ten times as long (`MTO_BENCH_FLEET_LONG=1`, as
+    /// `make scale-long` sets): 600 s instead of 60 s, so that every pod of a level of
+    /// thousands runs at the same moment (pods start at 10-50 a second here).
+    pub fleet_long: bool,
 
     /// The Rust tool binary packaged as `localhost/rust-tool:v1` (`MTO_RUST_TOOL_BIN`).
     pub rust_tool_bin: Option<String>,
@@ -88,6 +92,7 @@ impl Config {
             scale: list("MTO_BENCH_SCALE", "1000,5000,10000")?,
             e2e_tasks: number("MTO_BENCH_E2E_TASKS", 20)?,
             fleet: list("MTO_BENCH_FLEET", "1000,5000")?,
+            fleet_long: var("MTO_BENCH_FLEET_LONG").is_some_and(|v| v != "0"),
 
             rust_tool_bin: var("MTO_RUST_TOOL_BIN"),
             rust_mcp_server_bin: var("MTO_RUST_MCP_SERVER_BIN"),

@@ -29,6 +29,29 @@ use crate::metrics::Metrics;
 /// a malformed object into a reconcile-time problem instead of a broken watch).
 pub type TaskRef = ObjectRef<DeserializeGuard<McpTask>>;
 
+/// What a replica remembers of its own status writes to one task; none of it survives a
+/// restart, and none of it needs to.
+#[derive(Debug, Default)]
+struct Writes {
+    /// When it last wrote the task's status; forgotten once the task is done.
+    at: Option<Instant>,
+    /// The `resourceVersion` its last status write left, until the cache shows that version or
+    /// a newer one ([`Context::cache_behind`]).
+    version: Option<String>,
+    /// When the first start note since its last write was decided
+    /// ([`Context::start_note_wait`]).
+    start_note: Option<Instant>,
+    /// It wrote the task's terminal status, and the cache has not shown it yet
+    /// ([`Context::ended_here`]).
+    ended: bool,
+}
+
+impl Writes {
+    fn is_empty(&self) -> bool {
+        self.at.is_none() && self.version.is_none() && self.start_note.is_none() && !self.ended
+    }
+}
+
 /// What reconcilers share.
 pub struct Context {
     /// The Kubernetes client.
@@ -54,15 +77,8 @@ pub struct Context {
     pub caches: OnceLock<Caches>,
     /// The ceiling on progress status writes of all tasks.
     pub budget: WriteBudget,
-    last_writes: Mutex<HashMap<String, Instant>>,
-    /// The `resourceVersion` each task had after this replica's last status write to it, until
-    /// the cache shows that version or a newer one ([`Context::cache_behind`]).
-    written: Mutex<HashMap<String, String>>,
-    /// When the first start note since each task's last write was decided
-    /// ([`Context::start_note_wait`]).
-    start_notes: Mutex<HashMap<String, Instant>>,
-    /// UIDs of the tasks whose terminal status this replica wrote, until its cache shows it.
-    ended: Mutex<std::collections::HashSet<String>>,
+    /// What this replica remembers of its own status writes, by task UID.
+    writes: Mutex<HashMap<String, Writes>>,
     /// The tasks this replica admitted past their tool's concurrency limit, until its cache
     /// shows their Job (admission decisions are made one at a time).
     pub admitted: Admitted,
@@ -101,10 +117,7 @@ impl Context {
             tasks: OnceLock::new(),
             liveness: Arc::default(),
             caches: OnceLock::new(),
-            last_writes: Mutex::new(HashMap::new()),
-            written: Mutex::default(),
-            start_notes: Mutex::default(),
-            ended: Mutex::default(),
+            writes: Mutex::default(),
             admitted: Admitted::default(),
         }
     }
@@ -125,18 +138,21 @@ impl Context {
 
     /// Time since the last status write of the task with `uid`, if this replica made one.
     pub fn since_last_write(&self, uid: &str) -> Option<Duration> {
-        lock(&self.last_writes).get(uid).map(Instant::elapsed)
+        lock(&self.writes)
+            .get(uid)
+            .and_then(|w| w.at)
+            .map(|at| at.elapsed())
     }
 
-    /// Records a status write of the task with `uid` (or forgets it, once the task is done).
+    /// Records a status write of the task with `uid` (or forgets its time, once the task is
+    /// done).
     pub fn record_write(&self, uid: &str, done: bool) {
-        lock(&self.start_notes).remove(uid);
-        let mut writes = lock(&self.last_writes);
+        self.writes(uid, |w| {
+            w.start_note = None;
+            w.at = (!done).then(Instant::now);
+        });
         if done {
-            writes.remove(uid);
             self.budget.forget(uid);
-        } else {
-            writes.insert(uid.to_owned(), Instant::now());
         }
     }
 
@@ -144,18 +160,13 @@ impl Context {
     /// is written: [`START_NOTE_SETTLE`] from the first start note since the task's last write
     /// (this one, when it is the first), then zero.
     pub fn start_note_wait(&self, uid: &str) -> Duration {
-        let mut notes = lock(&self.start_notes);
-        let since = *notes.entry(uid.to_owned()).or_insert_with(Instant::now);
+        let since = self.writes(uid, |w| *w.start_note.get_or_insert_with(Instant::now));
         START_NOTE_SETTLE.saturating_sub(since.elapsed())
     }
 
     /// Records that a status write left the task with `uid` at `resource_version`.
     pub fn record_written(&self, uid: &str, resource_version: Option<String>) {
-        let mut written = lock(&self.written);
-        match resource_version {
-            Some(rv) => written.insert(uid.to_owned(), rv),
-            None => written.remove(uid),
-        };
+        self.writes(uid, |w| w.version = resource_version);
     }
 
     /// Whether the cached copy of the task with `uid`, at `cached` (its `resourceVersion`), is
@@ -164,42 +175,60 @@ impl Context {
     /// again what was written (its times moved on). Once the cache shows the written version or
     /// a newer one, or when either version cannot be compared, the write is forgotten.
     pub fn cache_behind(&self, uid: &str, cached: Option<&str>) -> bool {
-        let mut written = lock(&self.written);
-        let Some(rv) = written.get(uid) else {
-            return false;
-        };
-        let older = cached.and_then(|c| crate::resource_version::compare(c, rv))
-            == Some(std::cmp::Ordering::Less);
-        if !older {
-            written.remove(uid);
-        }
-        older
+        self.writes(uid, |w| {
+            let Some(rv) = &w.version else {
+                return false;
+            };
+            let older = cached.and_then(|c| crate::resource_version::compare(c, rv))
+                == Some(std::cmp::Ordering::Less);
+            if !older {
+                w.version = None;
+            }
+            older
+        })
     }
 
     /// Records that this replica wrote the terminal status of the task with `uid`: a terminal
     /// status never changes, so until the cache shows it no reconcile need read the task again
     /// to learn it ([`Context::ended_here`]).
     pub fn record_ended(&self, uid: &str) {
-        lock(&self.ended).insert(uid.to_owned());
+        self.writes(uid, |w| w.ended = true);
     }
 
     /// Whether this replica wrote the terminal status of the task with `uid` (and its cache has
     /// not shown it yet); `seen`: the cache shows it now, forget it.
     pub fn ended_here(&self, uid: &str, seen: bool) -> bool {
-        let mut ended = lock(&self.ended);
-        match seen {
-            true => ended.remove(uid),
-            false => ended.contains(uid),
-        }
+        self.writes(uid, |w| {
+            let ended = w.ended;
+            w.ended &= !seen;
+            ended
+        })
     }
 
-    /// Forgets the in-memory state (followers, last writes) of tasks `keep` rejects.
+    /// Forgets the in-memory state (followers, own writes) of tasks `keep` rejects.
     pub fn retain_tasks(&self, keep: impl Fn(&str) -> bool) {
         self.followers.retain(&keep);
-        lock(&self.last_writes).retain(|uid, _| keep(uid));
-        lock(&self.written).retain(|uid, _| keep(uid));
-        lock(&self.start_notes).retain(|uid, _| keep(uid));
-        lock(&self.ended).retain(|uid| keep(uid));
+        lock(&self.writes).retain(|uid, _| keep(uid));
+    }
+
+    /// Runs `change` on what this replica remembers of its writes to the task with `uid`; an
+    /// entry left with nothing in it is dropped, and none is made for a change that records
+    /// nothing, so the map holds only tasks with something to remember.
+    fn writes<R>(&self, uid: &str, change: impl FnOnce(&mut Writes) -> R) -> R {
+        let mut all = lock(&self.writes);
+        if let Some(w) = all.get_mut(uid) {
+            let result = change(w);
+            if w.is_empty() {
+                all.remove(uid);
+            }
+            return result;
+        }
+        let mut w = Writes::default();
+        let result = change(&mut w);
+        if !w.is_empty() {
+            all.insert(uid.to_owned(), w);
+        }
+        result
     }
 
     /// Publishes an Event about `obj` in the background ([`Events::send`]); a failure is
@@ -221,5 +250,53 @@ impl Context {
             secondary: None,
         };
         self.events.send(&event, &obj.object_ref(&()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::api::context;
+
+    /// How many tasks the replica remembers writes of.
+    fn remembered(ctx: &super::Context) -> usize {
+        crate::lock(&ctx.writes).len()
+    }
+
+    #[tokio::test]
+    async fn what_a_replica_remembers_of_a_task_goes_with_the_last_thing_in_it() {
+        let ctx = context(vec![]).0;
+        // Questions about a task it never wrote remember nothing.
+        assert_eq!(ctx.since_last_write("t"), None);
+        assert!(!ctx.cache_behind("t", Some("3")));
+        assert!(!ctx.ended_here("t", false));
+        assert!(!ctx.ended_here("t", true));
+        assert_eq!(remembered(&ctx), 0);
+
+        // A task's life: a start note, a write that left version 8, its terminal write.
+        ctx.start_note_wait("t");
+        ctx.record_write("t", false);
+        ctx.record_written("t", Some("8".into()));
+        assert!(ctx.since_last_write("t").is_some());
+        ctx.record_write("t", true);
+        ctx.record_written("t", Some("9".into()));
+        ctx.record_ended("t");
+        assert_eq!(ctx.since_last_write("t"), None, "done: the time goes");
+        assert!(ctx.cache_behind("t", Some("8")));
+        assert!(ctx.ended_here("t", false));
+        assert_eq!(remembered(&ctx), 1);
+
+        // The cache catches up: the version and the terminal mark go, and so does the record.
+        assert!(!ctx.cache_behind("t", Some("9")));
+        assert!(ctx.ended_here("t", true));
+        assert!(!ctx.ended_here("t", false));
+        assert_eq!(remembered(&ctx), 0);
+
+        // A task deleted meanwhile is forgotten whatever it held.
+        ctx.record_write("gone", false);
+        ctx.record_ended("gone");
+        ctx.record_write("kept", false);
+        ctx.retain_tasks(|uid| uid == "kept");
+        assert_eq!(remembered(&ctx), 1);
+        assert!(!ctx.ended_here("gone", false));
     }
 }

@@ -2,10 +2,11 @@
 //! the same number of bare Jobs of the same pod, run first in the same namespace.
 //!
 //! A fake pod runs no container: kwok plays its life (Running, then the containers exit after
-//! [`RUN_FOR`]) and serves `hack/kwok/logs/fleet.log` as the log of its container `fleet`
-//! through the API server: four status lines over 45 s and the result line at 55 s. So the
-//! operator's whole path runs for each task (Job, pod, log follow, status writes, result) for
-//! about a minute, and only the node is simulated.
+//! the script's run time) and serves the script's log file through the API server as the log of
+//! its container. [`STANDARD`]: `hack/kwok/logs/fleet.log`, four status lines over 45 s and the
+//! result line at 55 s, the pod running 60 s; [`LONG`] (`make scale-long`): the same script ten
+//! times slower. So the operator's whole path runs for each task (Job, pod, log follow, status
+//! writes, result), and only the node is simulated.
 //! docs/BENCHMARKS.md, "`make scale`", gives the method.
 
 mod reading;
@@ -36,10 +37,26 @@ use crate::mcp::{addr_of, tasks_get};
 use crate::report::Section;
 use crate::stats::{ms, quantile, ratio};
 
-/// The tool's MCP name, and its container's (which picks kwok's log script `fleet.log`).
-const TOOL: &str = "fleet";
-/// How long each fake pod runs: the script's result line comes at 55 s.
-const RUN_FOR: Duration = Duration::from_secs(60);
+/// What a fleet's fake pods play.
+struct Script {
+    /// The tool's MCP name, and its container's, which picks kwok's log script
+    /// `hack/kwok/logs/<name>.log`.
+    tool: &'static str,
+    /// How long each fake pod runs; the script's result line comes 5 s before.
+    run_for: Duration,
+}
+
+/// `make scale`: pods of a minute.
+const STANDARD: Script = Script {
+    tool: "fleet",
+    run_for: Duration::from_secs(60),
+};
+/// `make scale-long`: pods of ten minutes, longer than 5,000 pods take to start here, so that a
+/// level's pods all run at the same moment.
+const LONG: Script = Script {
+    tool: "fleet-long",
+    run_for: Duration::from_secs(600),
+};
 /// The script's result text.
 const RESULT_TEXT: &str = "fleet: done";
 /// `tools/call`s, and bare Job creates, in flight at once.
@@ -85,12 +102,14 @@ pub async fn run(
     section: &mut Section,
 ) -> Result<(), String> {
     mcp_task_operator_harness::ensure_crds(&client).await;
-    let run_for = format!("{}s", RUN_FOR.as_secs());
-    let template = fake_pod_template(TOOL, json!({RUN_FOR_ANNOTATION: run_for}));
+    let script = if config.fleet_long { &LONG } else { &STANDARD };
+    let (tool_name, run_for) = (script.tool, script.run_for);
+    let annotation = format!("{}s", run_for.as_secs());
+    let template = fake_pod_template(tool_name, json!({RUN_FOR_ANNOTATION: annotation}));
     // The baseline first, in the empty namespace: the same pod as bare Jobs, created by the
     // harness; then its Jobs and pods go, so the tasks start from the same empty namespace.
     let slack = SLACK.max(SLACK_PER_TASK * u32::try_from(count).unwrap_or(u32::MAX));
-    let jobs = bare_jobs(&client, ns, count, &template, RUN_FOR + slack).await?;
+    let jobs = bare_jobs(&client, ns, count, &template, run_for + slack).await?;
     clear_jobs(&client, ns).await?;
 
     let operator = Operator::start_leader(ns).await;
@@ -99,11 +118,11 @@ pub async fn run(
     create_tool(
         &client,
         ns,
-        &tool(TOOL, NO_SUCH_IMAGE, &[], spec, json!({})),
+        &tool(tool_name, NO_SUCH_IMAGE, &[], spec, json!({})),
     )
     .await;
     let mcp = Mcp::new(&frontend.url);
-    mcp.wait_for_tools(&[TOOL]).await;
+    mcp.wait_for_tools(&[tool_name]).await;
     let pids = [operator.pid(), frontend.pid()];
     tokio::time::sleep(SAMPLE).await;
     let idle_rss = [resident_mib(pids[0])?.0, resident_mib(pids[1])?.0];
@@ -120,7 +139,7 @@ pub async fn run(
                 // As a client does: an answer that says when to retry (a replica that lost
                 // the API server for a moment, under this load) is retried, a few times.
                 for _ in 0..CALL_RETRIES {
-                    let reply = mcp.call_tool(TOOL, json!({"n": n})).await;
+                    let reply = mcp.call_tool(tool_name, json!({"n": n})).await;
                     if let Some(id) = reply.body["result"]["taskId"].as_str() {
                         return Ok(id.to_owned());
                     }
@@ -136,7 +155,7 @@ pub async fn run(
         .try_collect()
         .await?;
     let calls_per_second = count as f64 / called.elapsed().as_secs_f64();
-    let limit = called.elapsed() + RUN_FOR + slack;
+    let limit = called.elapsed() + run_for + slack;
     let mut peak_rss = idle_rss;
     let mut rss_at_peak_running = (0, idle_rss[0]);
     let mut most_connections = 0;
@@ -270,11 +289,14 @@ pub async fn run(
         ),
     ]);
     if count == config.fleet.first().copied().unwrap_or_default() {
-        section.note(
-            "a task ends on its result line (55 s after its pod started), a bare Job when its \
-             pod exits (60 s): the terminal columns differ by those 5 s by design. API requests \
-             and etcd bytes are cluster-wide counters: run on an otherwise idle cluster",
-        );
+        let run_for = run_for.as_secs();
+        section.note(format!(
+            "fake pods of tool {tool_name}: a task ends on its result line ({} s after its pod \
+             started), a bare Job when its pod exits ({run_for} s): the terminal columns differ \
+             by those 5 s by design. API requests and etcd bytes are cluster-wide counters: run \
+             on an otherwise idle cluster",
+            run_for - 5
+        ));
     }
     section.note(format!(
         "{count} tasks: tools/call answered at {calls_per_second:.1}/s ({CONCURRENCY} in flight); \
