@@ -95,7 +95,9 @@ pub struct Answer {
     pub status: u16,
     /// The `content-type` header ("" when none).
     pub content_type: String,
-    /// The body.
+    /// The `content-encoding` header ("" when none).
+    pub content_encoding: String,
+    /// The body, as sent (not decoded).
     pub body: Bytes,
 }
 
@@ -127,12 +129,11 @@ pub async fn once(target: &Target) -> Result<Answer, String> {
         .await
         .map_err(|e| failed("no answer from", &e))?;
     let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let header = |name: &str| {
+        let value = response.headers().get(name).and_then(|v| v.to_str().ok());
+        value.unwrap_or_default().to_owned()
+    };
+    let (content_type, content_encoding) = (header("content-type"), header("content-encoding"));
     let body = response
         .into_body()
         .collect()
@@ -142,6 +143,7 @@ pub async fn once(target: &Target) -> Result<Answer, String> {
     Ok(Answer {
         status,
         content_type,
+        content_encoding,
         body,
     })
 }

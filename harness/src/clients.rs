@@ -85,6 +85,7 @@ pub fn assert_typescript_flows(lines: &[Value]) {
             &json!("Computed ts in 1 s")
         )
     );
+    assert_large_result_gzip_coded(lines);
     let input = steps(lines, "input")[0];
     assert_eq!(input["kind"], "elicitation");
     assert_eq!(input["delivery"], "task-update");
@@ -105,6 +106,24 @@ pub fn assert_typescript_flows(lines: &[Value]) {
         "Computed listened in 2 s"
     );
     assert_eq!(steps(lines, "cancel")[0]["status"], "cancelled");
+}
+
+/// The `large` step: the 12,000-character result arrived whole, and the client's own HTTP
+/// stack asked for, got and decoded a gzip-coded `tasks/get` answer (the completed one; the
+/// polls before it are small and sent as they are).
+fn assert_large_result_gzip_coded(lines: &[Value]) {
+    let large = steps(lines, "large")[0];
+    assert_eq!(large["same"], true, "{large}");
+    let encodings = large["encodings"].as_array().expect("encodings");
+    assert_eq!(
+        encodings.last(),
+        Some(&json!("gzip")),
+        "the completed answer: {large}"
+    );
+    assert!(
+        encodings.iter().all(|e| e.is_null() || e == "gzip"),
+        "{large}"
+    );
 }
 
 /// Runs `tests/clients/py/tasks.py` against `url` (sending `token` as its bearer token, when
@@ -129,11 +148,12 @@ pub fn assert_python_flows(lines: &[Value]) {
         steps(lines, "connected")[0]["protocolVersion"],
         "2026-07-28"
     );
-    // Both claimed calls got a task handle, not an immediate result.
+    // The three claimed calls got a task handle, not an immediate result.
     let created = steps(lines, "created");
-    assert_eq!(created.len(), 2);
+    assert_eq!(created.len(), 3);
     assert!(created.iter().all(|c| c["status"] == "working"));
     assert_eq!(steps(lines, "poll")[0]["text"], "Computed py in 1 s");
+    assert_large_result_gzip_coded(lines);
     // The stand-in asks "Delete py.txt?", the real tool adds " This cannot be undone."
     let message = steps(lines, "input")[0]["message"]
         .as_str()

@@ -106,6 +106,10 @@ pub struct Config {
     /// `ANSWER_CACHE_BYTES`: the most serialized `tasks/get` answers the fast path keeps, in
     /// bytes (an answer larger than a quarter of it is never kept). Default 67108864 (64 MiB).
     pub answer_cache_bytes: usize,
+    /// `GZIP_MIN_BYTES`: the fast path sends a `tasks/get` answer of at least this many bytes
+    /// gzip-coded to a client that accepts it (`Accept-Encoding`), compressed once per task
+    /// state; 0 turns it off. Default 8192.
+    pub gzip_min_bytes: usize,
     /// Per-caller quotas and input bounds (see [`Limits`]).
     pub limits: Limits,
 }
@@ -242,6 +246,7 @@ impl Config {
             fast_get: parse(&get, "FAST_GET", Some(true))?,
             fast_call: parse(&get, "FAST_CALL", Some(true))?,
             answer_cache_bytes: parse(&get, "ANSWER_CACHE_BYTES", Some(64 << 20))?,
+            gzip_min_bytes: parse(&get, "GZIP_MIN_BYTES", Some(8192))?,
             limits: Limits::from_get(&get)?,
         };
         if config.auth_mode == AuthMode::None && !config.allow_unauthenticated {
@@ -264,6 +269,11 @@ impl Config {
             });
         }
         Ok(config)
+    }
+
+    /// The size from which the fast path sends answers gzip-coded; `None` when it never does.
+    pub fn gzip_min(&self) -> Option<usize> {
+        (self.gzip_min_bytes > 0).then_some(self.gzip_min_bytes)
     }
 }
 

@@ -9,7 +9,8 @@
 //! limits apply; the request and task-request metrics count it. Everything else (a task that
 //! is unknown, another caller's, expired, deleted or not cached; a limit that refuses; a
 //! failed read) returns `None` before anything is spent, and the request takes the full path,
-//! which answers it exactly as without the fast path.
+//! which answers it exactly as without the fast path. A large answer is sent gzip-coded to a
+//! client that accepts it ([`gzip`]); decoded, it is the same bytes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,6 +24,7 @@ use crate::state::AppState;
 pub mod answers;
 pub mod flight;
 pub mod front;
+pub mod gzip;
 pub mod request;
 
 use answers::{Answer, Answers};
@@ -34,16 +36,21 @@ pub struct FastGet {
     pub answers: Answers,
     /// Confirm reads under way.
     pub confirms: Confirms,
+    /// The size from which an answer is sent gzip-coded to a client that accepts it; `None`:
+    /// never.
+    gzip_min: Option<usize>,
     /// Polls answered by the fast path.
     served: AtomicU64,
 }
 
 impl FastGet {
-    /// A fast path keeping at most `budget` bytes of answers.
-    pub fn new(budget: usize) -> Self {
+    /// A fast path keeping at most `budget` bytes of answers, and sending answers of at least
+    /// `gzip_min` bytes gzip-coded to clients that accept it.
+    pub fn new(budget: usize, gzip_min: Option<usize>) -> Self {
         Self {
             answers: Answers::new(budget),
             confirms: Confirms::default(),
+            gzip_min,
             served: AtomicU64::new(0),
         }
     }
@@ -79,7 +86,8 @@ pub async fn answer(
         Some(answer) => answer,
         None => {
             let task = state.tasks.get(id).await.ok()??;
-            fast.answers.keep(id, Answer::build(&task).ok()??)
+            fast.answers
+                .keep(id, Answer::build(&task, fast.gzip_min).ok()??)
         }
     };
     let servable = |answer: &Answer| {
@@ -101,7 +109,9 @@ pub async fn answer(
         if version == Some(cached.version.as_str()) {
             cached
         } else {
-            let answer = fast.answers.keep(id, Answer::build(&current).ok()??);
+            let answer = fast
+                .answers
+                .keep(id, Answer::build(&current, fast.gzip_min).ok()??);
             if !servable(&answer) {
                 return None;
             }
@@ -118,11 +128,23 @@ pub async fn answer(
     }
     state.metrics.served_poll(arrived.elapsed());
     fast.served.fetch_add(1, Ordering::Relaxed);
-    let body = answer.render(&request::id_json(&poll.id), interval_ms);
+    let id_json = request::id_json(&poll.id);
+    let gzipped = if poll.accepts_gzip {
+        answer.render_gzip(&id_json).await
+    } else {
+        None
+    };
+    let coded = gzipped.is_some();
+    let body = gzipped.unwrap_or_else(|| answer.render(&id_json, interval_ms));
     let mut response = (StatusCode::OK, axum::body::Body::new(body)).into_response();
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if coded {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
     Some(response)
 }

@@ -104,7 +104,7 @@ impl AppState {
             }),
             fast_get: config
                 .fast_get
-                .then(|| Arc::new(FastGet::new(config.answer_cache_bytes))),
+                .then(|| Arc::new(FastGet::new(config.answer_cache_bytes, config.gzip_min()))),
             fast_calls: config.fast_call.then(Arc::default),
             quota: (limits.max_active_tasks_per_caller > 0)
                 .then(|| Arc::new(ActiveTaskQuota::new(limits.max_active_tasks_per_caller))),

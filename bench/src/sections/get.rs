@@ -127,6 +127,9 @@ async fn sizes(
             "fast ÷ full (req/s)",
             "fast ÷ JSON-RPC axum (req/s)",
             "fast path CPU/req ÷ its CPU/req at 1 KiB (goal ≤ 2×)",
+            "with Accept-Encoding: gzip: answer sent · decode in the client",
+            "fast path, gzip: req/s · p50 · CPU/req",
+            "gzip CPU/req ÷ fast path CPU/req at 1 KiB (goal ≤ 2×)",
         ],
     );
     let contenders: Vec<Contender> = stack
@@ -134,11 +137,16 @@ async fn sizes(
         .iter()
         .chain(&stack.full)
         .chain(&stack.jsonrpc)
+        .chain(&stack.fast_gzip)
         .cloned()
         .collect();
     let point = rounds::measure(&contenders, CONNECTIONS, rounds, window).await?;
     let n = SIZES.len();
     for (s, (_, name)) in SIZES.iter().enumerate() {
+        let sent = match stack.gzip[s] {
+            Some((bytes, decode_us)) => format!("{bytes} B gzip · {decode_us:.0} µs"),
+            None => "as it is (below GZIP_MIN_BYTES)".to_owned(),
+        };
         table.row(vec![
             (*name).to_owned(),
             format!("{} B", stack.answer_bytes[s]),
@@ -148,8 +156,16 @@ async fn sizes(
             Spread::of_ratios(&point.rps(s), &point.rps(n + s)).ratio(),
             Spread::of_ratios(&point.rps(s), &point.rps(2 * n + s)).ratio(),
             Spread::of_ratios(&point.cpu_us(s), &point.cpu_us(0)).ratio(),
+            sent,
+            cell(&point, 3 * n + s),
+            Spread::of_ratios(&point.cpu_us(3 * n + s), &point.cpu_us(0)).ratio(),
         ]);
     }
+    table.note(
+        "results are this checkout's Rust sources as text; a poll with Accept-Encoding: gzip \
+         gets the answer gzip-coded from GZIP_MIN_BYTES (8192) on, compressed once per task \
+         state; each gzip-coded answer was checked to decode to the plain answer's bytes",
+    );
     Ok(table)
 }
 

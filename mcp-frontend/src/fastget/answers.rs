@@ -1,7 +1,9 @@
 //! Serialized `tasks/get` answers, one per task state: built the first time a state is
 //! polled, then copied into each response with the request's `id` (and, for a task not yet
 //! terminal, the `pollIntervalMs` advised at that moment) spliced in. The response body is
-//! those pieces as they are ([`Chunks`]): a large answer is not copied per poll.
+//! those pieces as they are ([`Chunks`]): a large answer is not copied per poll. A large
+//! answer without a spliced interval is also sent gzip-coded to a client that accepts it,
+//! compressed once per state ([`super::gzip`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -17,6 +19,7 @@ use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_crds::wire::poll::advised_poll_interval_ms;
 use rmcp::model::GetTaskResult;
 
+use super::gzip::Compressed;
 use crate::error::Result;
 use crate::state::server_info_meta;
 use crate::wire;
@@ -24,6 +27,21 @@ use crate::wire;
 /// The key rmcp's `Task` serializes the advised interval under (it precedes every payload
 /// member, see [`Answer::build`]).
 const POLL_KEY: &[u8] = b"\"pollIntervalMs\":";
+
+/// What every response starts with, before the request's `id`.
+const PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+
+/// What follows the `id`, before the answer.
+const RESULT: &[u8] = b",\"result\":";
+
+/// The start of the response to the request whose `id` is `id_json`, up to the answer.
+fn start(id_json: &[u8]) -> Vec<u8> {
+    let mut start = Vec::with_capacity(PREFIX.len() + id_json.len() + RESULT.len());
+    start.extend_from_slice(PREFIX);
+    start.extend_from_slice(id_json);
+    start.extend_from_slice(RESULT);
+    start
+}
 
 /// One task state's answer, and what a poll must check before it is served.
 #[derive(Debug)]
@@ -47,11 +65,18 @@ pub struct Answer {
     head: Bytes,
     /// The rest after the interval's digits; empty when `head` holds everything.
     tail: Bytes,
+    /// Whether the answer may be sent gzip-coded: `head` holds everything and is at least
+    /// the configured size, and the answer is kept (so it is compressed once, not per poll).
+    compressible: bool,
+    /// `head` compressed, on the first poll that accepts gzip (`None` inside: it did not
+    /// compress).
+    gzip: tokio::sync::OnceCell<Option<Compressed>>,
 }
 
 impl Answer {
-    /// The answer for `task` as stored; `None` when it has no resource version.
-    pub fn build(task: &McpTask) -> Result<Option<Self>> {
+    /// The answer for `task` as stored, to be sent gzip-coded when it has at least
+    /// `gzip_min` bytes; `None` when the task has no resource version.
+    pub fn build(task: &McpTask, gzip_min: Option<usize>) -> Result<Option<Self>> {
         let Some(version) = task.resource_version() else {
             return Ok(None);
         };
@@ -86,6 +111,7 @@ impl Answer {
             Some((start, end)) => (json.slice(..start), json.slice(end..), poll),
             None => (json, Bytes::new(), None),
         };
+        let compressible = poll.is_none() && gzip_min.is_some_and(|min| head.len() >= min);
         Ok(Some(Self {
             version: version.to_owned(),
             owner: task.spec.owner.clone(),
@@ -96,6 +122,8 @@ impl Answer {
             fixed_interval_ms,
             head,
             tail,
+            compressible,
+            gzip: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -116,14 +144,8 @@ impl Answer {
     /// `interval_ms` when the interval is spliced. Only the parts around the kept bytes are
     /// new; the kept bytes are shared, not copied.
     pub fn render(&self, id_json: &[u8], interval_ms: Option<u64>) -> Chunks {
-        const PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
-        const RESULT: &[u8] = b",\"result\":";
-        let mut start = Vec::with_capacity(PREFIX.len() + id_json.len() + RESULT.len());
-        start.extend_from_slice(PREFIX);
-        start.extend_from_slice(id_json);
-        start.extend_from_slice(RESULT);
         let mut parts = VecDeque::with_capacity(5);
-        parts.push_back(Bytes::from(start));
+        parts.push_back(Bytes::from(start(id_json)));
         parts.push_back(self.head.clone());
         if self.poll.is_some() {
             let digits = interval_ms.unwrap_or_default().to_string();
@@ -134,9 +156,39 @@ impl Answer {
         Chunks::new(parts)
     }
 
-    /// The bytes this answer holds.
+    /// The response of [`Self::render`], gzip-coded: one member around the kept bytes,
+    /// compressed by the first call (off the request's thread; concurrent first calls wait
+    /// for the one compression). `None` when the answer is not compressible or did not
+    /// compress.
+    pub async fn render_gzip(&self, id_json: &[u8]) -> Option<Chunks> {
+        if !self.compressible {
+            return None;
+        }
+        let compressed = self
+            .gzip
+            .get_or_init(|| {
+                let head = self.head.clone();
+                async move {
+                    tokio::task::spawn_blocking(move || Compressed::of(&head))
+                        .await
+                        .ok()
+                        .flatten()
+                }
+            })
+            .await
+            .as_ref()?;
+        Some(Chunks::new(compressed.member(&start(id_json))?.into()))
+    }
+
+    /// The bytes this answer holds, counting the compressed copy it may come to hold at the
+    /// most it may take.
     pub fn size(&self) -> usize {
-        self.head.len() + self.tail.len() + self.version.len() + self.owner.len()
+        let compressed = if self.compressible {
+            super::gzip::max_size(self.head.len())
+        } else {
+            0
+        };
+        self.head.len() + self.tail.len() + compressed + self.version.len() + self.owner.len()
     }
 }
 
@@ -211,11 +263,15 @@ impl Answers {
 
     /// Keeps `answer` as the one for `id` (within the budget) and returns it.
     pub fn keep(&self, id: &str, answer: Answer) -> Arc<Answer> {
-        let answer = Arc::new(answer);
         let size = answer.size() + id.len();
         if size > self.budget / 4 {
-            return answer;
+            // Built again for each poll: never compressed, which would cost that per poll.
+            return Arc::new(Answer {
+                compressible: false,
+                ..answer
+            });
         }
+        let answer = Arc::new(answer);
         let mut kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = kept.by_id.remove(id) {
             kept.bytes -= old.size() + id.len();
@@ -271,7 +327,7 @@ mod tests {
     fn the_interval_advised_at_each_poll_is_spliced_into_the_cached_bytes() {
         for age in [0, 59, 61, 3_600, 86_400 * 30] {
             let task = working_since(SignedDuration::from_secs(age));
-            let answer = Answer::build(&task).unwrap().unwrap();
+            let answer = Answer::build(&task, None).unwrap().unwrap();
             let now = Timestamp::now();
             for id in [RequestId::Number(7), RequestId::String("a\"b".into())] {
                 let spliced = answer.render(
@@ -290,12 +346,88 @@ mod tests {
         }
     }
 
+    fn completed(text: &str) -> McpTask {
+        let mut task = working_since(SignedDuration::ZERO);
+        task.status = Some(
+            serde_json::from_value(json!({"status": "completed",
+            "result": {"content": [{"type": "text", "text": text}]}}))
+            .unwrap(),
+        );
+        task
+    }
+
+    fn bytes_of(chunks: Chunks) -> Vec<u8> {
+        let length = http_body::Body::size_hint(&chunks).exact();
+        let bytes: Vec<u8> = chunks.parts.iter().flatten().copied().collect();
+        assert_eq!(length, Some(bytes.len() as u64), "Content-Length");
+        bytes
+    }
+
+    #[tokio::test]
+    async fn a_gzip_coded_answer_decodes_to_the_plain_one_and_only_large_kept_ones_are_coded() {
+        let text: String = (0..4000)
+            .map(|n| format!("line {n} of the tool's output\n"))
+            .collect();
+        let answers = Answers::new(64 << 20);
+        let id = br#""req-1""#;
+        let large = answers.keep(
+            "t",
+            Answer::build(&completed(&text), Some(8192))
+                .unwrap()
+                .unwrap(),
+        );
+        let coded = bytes_of(large.render_gzip(id).await.expect("coded"));
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&coded[..]), &mut decoded)
+            .unwrap();
+        assert_eq!(decoded, bytes_of(large.render(id, None)));
+        assert!(
+            coded.len() * 4 < decoded.len(),
+            "{} of {}",
+            coded.len(),
+            decoded.len()
+        );
+        // Compressed once: a second poll shares the same compressed bytes.
+        let again = large.render_gzip(id).await.unwrap();
+        let first = large.render_gzip(id).await.unwrap();
+        assert_eq!(again.parts[1].as_ptr(), first.parts[1].as_ptr());
+
+        let small = Answer::build(&completed("hi"), Some(8192))
+            .unwrap()
+            .unwrap();
+        assert!(small.render_gzip(id).await.is_none(), "below the size");
+        let off = Answer::build(&completed(&text), None).unwrap().unwrap();
+        assert!(off.render_gzip(id).await.is_none(), "turned off");
+        let mut working = working_since(SignedDuration::ZERO);
+        working.status = Some(
+            serde_json::from_value(json!({"status": "working",
+            "statusMessage": "x".repeat(10_000)}))
+            .unwrap(),
+        );
+        let spliced = Answer::build(&working, Some(8192)).unwrap().unwrap();
+        assert!(spliced.render_gzip(id).await.is_none(), "interval spliced");
+        let tight = Answers::new(4 * 1024);
+        let unkept = tight.keep(
+            "t",
+            Answer::build(&completed(&text), Some(8192))
+                .unwrap()
+                .unwrap(),
+        );
+        assert!(
+            unkept.render_gzip(id).await.is_none(),
+            "not kept: never compressed"
+        );
+    }
+
     #[test]
     fn the_budget_bounds_what_is_kept() {
         let answers = Answers::new(4096);
         let task = working_since(SignedDuration::ZERO);
         for n in 0..100 {
-            answers.keep(&format!("t{n}"), Answer::build(&task).unwrap().unwrap());
+            answers.keep(
+                &format!("t{n}"),
+                Answer::build(&task, None).unwrap().unwrap(),
+            );
             assert!(answers.usage().0 <= 4096, "{:?}", answers.usage());
         }
         let mut big = task.clone();
@@ -304,7 +436,7 @@ mod tests {
             "result": {"content": [{"type": "text", "text": "z".repeat(2048)}]}}))
             .unwrap(),
         );
-        let kept = answers.keep("big", Answer::build(&big).unwrap().unwrap());
+        let kept = answers.keep("big", Answer::build(&big, None).unwrap().unwrap());
         assert!(kept.terminal);
         assert!(
             answers.get("big", "42").is_none(),

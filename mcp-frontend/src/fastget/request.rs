@@ -19,6 +19,8 @@ pub struct Poll {
     pub id: RequestId,
     /// `params.taskId`.
     pub task_id: String,
+    /// Whether the client accepts a gzip-coded answer (`Accept-Encoding`).
+    pub accepts_gzip: bool,
 }
 
 /// A JSON-RPC request with nothing but its four members; `P` reads the params.
@@ -87,6 +89,7 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Option<Poll> {
     ok.then(|| Poll {
         id: envelope.id,
         task_id: envelope.params.task_id.into_owned(),
+        accepts_gzip: super::gzip::accepts(headers),
     })
 }
 

@@ -357,6 +357,81 @@ async fn fast_and_full_paths_apply_the_poll_limits_alike() {
     assert!(served > 0, "the fast path answered no poll");
 }
 
+/// Status, `Content-Type`, `Content-Encoding` and the body of `request` through `state`,
+/// decoded by a standard gzip decoder when it is gzip-coded.
+async fn decoded(
+    state: &AppState,
+    request: Request<Body>,
+) -> ((u16, Option<String>, Vec<u8>), Option<String>) {
+    let response = crate::app(state.clone()).oneshot(request).await.unwrap();
+    let header = |name: &str| {
+        let value = response.headers().get(name)?;
+        Some(value.to_str().unwrap().to_owned())
+    };
+    let (content_type, coding) = (header("content-type"), header("content-encoding"));
+    let status = response.status().as_u16();
+    let mut body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    if coding.as_deref() == Some("gzip") {
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut plain)
+            .expect("a valid gzip member");
+        body = plain;
+    }
+    ((status, content_type, body), coding)
+}
+
+/// The fast path sends large answers gzip-coded exactly when the client accepts gzip, and a
+/// gzip-coded answer decodes to the full path's bytes: for every task state, every request
+/// ID and every `Accept-Encoding` form. The full path never codes its answers.
+#[tokio::test(start_paused = true)]
+async fn gzip_coded_answers_decode_to_the_full_paths_bytes() {
+    let (fast, full, store) = pair(&[("GZIP_MIN_BYTES", "4096")]);
+    let encodings: [(Option<&str>, bool); 9] = [
+        (None, false),
+        (Some("gzip"), true),
+        (Some("gzip, deflate, br, zstd"), true),
+        (Some("br;q=1.0, gzip;q=0.8, *;q=0.1"), true),
+        (Some("*"), true),
+        (Some("gzip;q=0"), false),
+        (Some("gzip;q=0, *"), false),
+        (Some("identity"), false),
+        (Some("br, zstd"), false),
+    ];
+    let ids = [json!(1), json!("a\"b"), json!(u64::MAX)];
+    let (mut coded, mut plain) = (0, 0);
+    for task in store_states(&store) {
+        for id in &ids {
+            let body = bodies(&task, id).swap_remove(0);
+            for (encoding, accepts) in encodings {
+                let mut headers = header_sets(&task).swap_remove(0);
+                headers.extend(encoding.map(|e| ("accept-encoding", e.to_owned())));
+                let (want, not_coded) = decoded(&full, request(&body, &headers)).await;
+                assert_eq!(not_coded, None, "the full path codes nothing");
+                let (got, coding) = decoded(&fast, request(&body, &headers)).await;
+                let case = || format!("task {task}, id {id}, Accept-Encoding {encoding:?}");
+                assert_same(&got, &want, case);
+                // Only an answer of at least GZIP_MIN_BYTES, and only when gzip is accepted.
+                let large = want.0 == 200 && want.2.len() > 4096 + 64;
+                assert_eq!(coding.is_some(), accepts && large, "{}", case());
+                if coding.is_some() {
+                    coded += 1;
+                } else if large {
+                    plain += 1;
+                }
+            }
+        }
+    }
+    // The 64 KiB and 512 KiB results, two IDs (rmcp refuses u64::MAX on both paths), four
+    // accepting forms each, and the same answers sent plain to the five that do not accept gzip.
+    assert_eq!((coded, plain), (2 * 2 * 4, 2 * 2 * 5));
+}
+
 /// In-process cost of one poll of a completed task through the whole router, with and without
 /// the fast path, at three result sizes; prints the figures (run with `--ignored --nocapture`;
 /// meaningful only in a release build, and nothing is asserted).

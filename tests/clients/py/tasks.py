@@ -133,13 +133,28 @@ async def main(url: str) -> None:
     # A bearer token for the front end, when it authenticates callers (MCP_BEARER_TOKEN).
     token = os.environ.get("MCP_BEARER_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    server = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+    # Content-Encoding of each tasks/get answer; httpx2 asks for gzip on its own and decodes it.
+    get_encodings: list[str | None] = []
+
+    async def seen(response: httpx2.Response) -> None:
+        if response.request.headers.get("mcp-method") == "tasks/get":
+            get_encodings.append(response.headers.get("content-encoding"))
+
+    http = httpx2.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [seen]})
+    server = streamable_http_client(url, http_client=http)
     async with Client(server, extensions=[tasks], elicitation_callback=confirm) as client:
         report("connected", protocolVersion=client.protocol_version)
 
         # Poll: call_tool hands the task handle to the extension, which polls it to the end.
         result = await client.call_tool("slow_compute", {"seconds": 1, "label": "py"})
         report("poll", text=text(result))
+
+        # A large result (over the front end's GZIP_MIN_BYTES): its answer comes gzip-coded.
+        label = "large-" * 2000
+        get_encodings.clear()
+        result = await client.call_tool("slow_compute", {"seconds": 1, "label": label})
+        got = text(result)
+        report("large", same=got == f"Computed {label} in 1 s", length=len(got), encodings=list(get_encodings))
 
         # Input: the extension answers the confirmation with tasks/update.
         result = await client.call_tool("confirm_delete", {"filename": "py.txt"})

@@ -15,6 +15,8 @@ const clientCapabilities = {
   extensions: { "io.modelcontextprotocol/tasks": {} },
 };
 const report = (step, fields) => console.log(JSON.stringify({ step, ...fields }));
+// Content-Encoding of each tasks/get answer; fetch asks for gzip on its own and decodes it.
+const getEncodings = [];
 const text = (result) => result.content?.[0]?.text;
 
 // ext-tasks sends 2026-07-28 task traffic through this raw path, since the SDK's codecs refuse
@@ -39,6 +41,7 @@ async function rawDispatch(request, options = {}) {
     body: JSON.stringify({ jsonrpc: "2.0", id: `raw-${++nextId}`, ...request }),
   });
   const body = await response.text();
+  if (request.method === "tasks/get") getEncodings.push(response.headers.get("content-encoding"));
   const message = response.headers.get("content-type")?.startsWith("text/event-stream")
     ? JSON.parse(body.split("\n").filter((l) => l.startsWith("data:")).at(-1).slice(5))
     : JSON.parse(body);
@@ -67,6 +70,14 @@ try {
   const poll = await session.callTool("slow_compute", { seconds: 1, label: "ts" });
   const polled = await poll.settle();
   report("poll", { kind: poll.kind, status: polled.outcome.status, text: text(resultFromTaskOutcome(polled.outcome)) });
+
+  // A large result (over the front end's GZIP_MIN_BYTES): its answer comes gzip-coded.
+  const label = "large-".repeat(2000);
+  getEncodings.length = 0;
+  const large = await session.callTool("slow_compute", { seconds: 1, label });
+  const settled = await large.settle();
+  const got = text(resultFromTaskOutcome(settled.outcome));
+  report("large", { same: got === `Computed ${label} in 1 s`, length: got?.length, encodings: getEncodings });
 
   // Input: the task asks for a confirmation; the session answers it with tasks/update.
   const input = await session.callTool("confirm_delete", { filename: "ts.txt" });

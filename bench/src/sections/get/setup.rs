@@ -1,6 +1,8 @@
 //! The servers of the `tasks/get` section and the tasks they serve: four front ends (fast path
 //! with `AUTH_MODE=none`, full path, static tokens, TokenReview), the plain rmcp server, the
-//! JSON-RPC axum baseline and bare axum, each with a completed task per result size.
+//! JSON-RPC axum baseline and bare axum, each with a completed task per result size. The
+//! results are text as tools return it (this checkout's own Rust sources), not one repeated
+//! byte, so that the gzip-coded answers compress as real ones do.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +38,8 @@ const AGENT: &str = "bench-agent";
 pub struct Stack {
     /// Fast path (`AUTH_MODE=none`), one per size.
     pub fast: Vec<Contender>,
+    /// The same front end and tasks, polled with `Accept-Encoding: gzip`, one per size.
+    pub fast_gzip: Vec<Contender>,
     /// Full path (`FAST_GET=false`), one per size.
     pub full: Vec<Contender>,
     /// JSON-RPC axum baseline, one per size.
@@ -52,6 +56,9 @@ pub struct Stack {
     pub ids: Vec<String>,
     /// Size of each answer, bytes (fast path, by size).
     pub answer_bytes: Vec<usize>,
+    /// Size of each gzip-coded answer as sent, bytes, and what decoding it once cost this
+    /// process, µs (median of 20); `None` where the answer was sent as it is.
+    pub gzip: Vec<Option<(usize, f64)>>,
     /// Size of plain rmcp's 1 KiB answer, bytes.
     pub rmcp_answer_bytes: usize,
     /// The front end processes, first the fast one (killed when dropped).
@@ -84,9 +91,11 @@ impl Stack {
         let api: Api<McpTask> = Api::namespaced(client.clone(), ns);
         let mut ids = Vec::new();
         for (bytes, _) in SIZES {
-            ids.push(create_completed_task_as(&api, "bench", ANONYMOUS, &"x".repeat(bytes)).await?);
+            ids.push(
+                create_completed_task_as(&api, "bench", ANONYMOUS, &result_text(bytes)?).await?,
+            );
         }
-        let kib = "x".repeat(SIZES[0].0);
+        let kib = result_text(SIZES[0].0)?;
         let static_id = create_completed_task_as(&api, "bench", STATIC_USER, &kib).await?;
         let agent = format!("system:serviceaccount:{ns}:{AGENT}");
         let review_id = create_completed_task_as(&api, "bench", &agent, &kib).await?;
@@ -129,6 +138,11 @@ impl Stack {
                 .collect())
         };
         let fast = per_size(&frontends[0], "front end, fast path")?;
+        let mut fast_gzip = per_size(&frontends[0], "front end, fast path, gzip")?;
+        for contender in &mut fast_gzip {
+            let accept = ("accept-encoding".to_owned(), "gzip".to_owned());
+            contender.target.headers.push(accept);
+        }
         let full = per_size(&frontends[1], "front end, full path")?;
         let with_token = |frontend: &Frontend, name: &str, id: &String, token: &str| {
             let mut target = tasks_get(addr_of(&frontend.url)?, std::slice::from_ref(id));
@@ -163,6 +177,10 @@ impl Stack {
         }
         for contender in full.iter().chain([&static_tokens, &token_review]) {
             wait_completed(&contender.target).await?;
+        }
+        let mut gzip = Vec::new();
+        for (contender, plain) in fast_gzip.iter().zip(&fast) {
+            gzip.push(gzip_coded(&contender.target, &plain.target).await?);
         }
         let first = first.ok_or("no result size")?;
 
@@ -215,6 +233,7 @@ impl Stack {
         Ok(Self {
             ids,
             fast,
+            fast_gzip,
             full,
             jsonrpc,
             rmcp,
@@ -222,6 +241,7 @@ impl Stack {
             static_tokens,
             token_review,
             answer_bytes,
+            gzip,
             rmcp_answer_bytes,
             frontends,
             servers: vec![axum_server, jsonrpc_server, rmcp_server],
@@ -235,6 +255,82 @@ impl Stack {
         pids.extend(self.servers.iter().filter_map(|s| s.pid().ok()));
         pids
     }
+}
+
+/// `bytes` of text as a tool returns it: this checkout's Rust sources (`mcp-frontend/src`,
+/// then `operator/src`, files in name order), repeated as needed and cut at a character.
+fn result_text(bytes: usize) -> Result<String, String> {
+    fn sources(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                sources(&path, files)?;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+        Ok(())
+    }
+    let root = mcp_task_operator_harness::repo_dir();
+    let mut files = Vec::new();
+    for dir in ["mcp-frontend/src", "operator/src"] {
+        sources(&root.join(dir), &mut files).map_err(|e| format!("cannot list {dir}: {e}"))?;
+    }
+    files.sort();
+    let mut text = String::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        text.push_str(&source);
+    }
+    if text.is_empty() {
+        return Err(format!("no Rust sources under {}", root.display()));
+    }
+    let mut out = text.repeat(bytes / text.len() + 1);
+    let mut cut = bytes;
+    while !out.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.truncate(cut);
+    Ok(out)
+}
+
+/// What the answer of `coded` (a poll with `Accept-Encoding: gzip`) was: its size and a
+/// decode's cost when gzip-coded, `None` when sent as it is. Fails unless it decodes to the
+/// bytes `plain` (the same poll without it) answers.
+async fn gzip_coded(coded: &Target, plain: &Target) -> Result<Option<(usize, f64)>, String> {
+    let (coded, plain) = (load::once(coded).await?, load::once(plain).await?);
+    if coded.content_encoding.is_empty() {
+        return if coded.body == plain.body {
+            Ok(None)
+        } else {
+            Err("the answer with Accept-Encoding: gzip differs from the one without".to_owned())
+        };
+    }
+    if coded.content_encoding != "gzip" {
+        return Err(format!(
+            "answered with Content-Encoding {}",
+            coded.content_encoding
+        ));
+    }
+    let decode = || {
+        let mut out = Vec::with_capacity(plain.body.len());
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&coded.body[..]), &mut out)
+            .map(|_| out)
+            .map_err(|e| format!("the gzip-coded answer does not decode: {e}"))
+    };
+    if decode()? != plain.body {
+        return Err("the gzip-coded answer decodes to other bytes than the plain one".to_owned());
+    }
+    let mut costs: Vec<f64> = (0..20)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let _ = decode();
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    costs.sort_by(f64::total_cmp);
+    Ok(Some((coded.body.len(), costs[costs.len() / 2])))
 }
 
 /// Polls `target` until its task is completed; returns that answer.
