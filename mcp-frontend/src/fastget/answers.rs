@@ -262,15 +262,16 @@ impl Answers {
     }
 
     /// Keeps `answer` as the one for `id` (within the budget) and returns it.
-    pub fn keep(&self, id: &str, answer: Answer) -> Arc<Answer> {
-        let size = answer.size() + id.len();
-        if size > self.budget / 4 {
-            // Built again for each poll: never compressed, which would cost that per poll.
-            return Arc::new(Answer {
-                compressible: false,
-                ..answer
-            });
+    pub fn keep(&self, id: &str, mut answer: Answer) -> Arc<Answer> {
+        if answer.size() + id.len() > self.budget / 4 {
+            // Kept without its compressed copy if that fits; else built again for each poll,
+            // and then never compressed, which would cost that per poll.
+            answer.compressible = false;
+            if answer.size() + id.len() > self.budget / 4 {
+                return Arc::new(answer);
+            }
         }
+        let size = answer.size() + id.len();
         let answer = Arc::new(answer);
         let mut kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = kept.by_id.remove(id) {
@@ -416,6 +417,24 @@ mod tests {
         assert!(
             unkept.render_gzip(id).await.is_none(),
             "not kept: never compressed"
+        );
+        // An answer that fits a quarter of the budget only without its compressed copy is
+        // kept, and sent as it is.
+        let size = Answer::build(&completed(&text), None)
+            .unwrap()
+            .unwrap()
+            .size();
+        let snug = Answers::new(4 * (size + 1));
+        let kept = snug.keep(
+            "t",
+            Answer::build(&completed(&text), Some(8192))
+                .unwrap()
+                .unwrap(),
+        );
+        assert_eq!(snug.usage().1, 1, "kept");
+        assert!(
+            kept.render_gzip(id).await.is_none(),
+            "kept without compression"
         );
     }
 
