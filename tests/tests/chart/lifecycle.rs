@@ -38,10 +38,13 @@ impl Drop for Release<'_> {
     }
 }
 
-/// The status code of `method path` sent to `addr` with `host` as the Host header.
-fn http_status(addr: &str, method: &str, path: &str, host: &str) -> u16 {
+/// The status code of `method path` sent to `addr` with `host` as the Host header, or why there
+/// is none.
+fn http_status(addr: &str, method: &str, path: &str, host: &str) -> Result<u16, String> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the Service");
+    let socket = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&socket, Duration::from_secs(5))
+        .map_err(|e| format!("connect to {addr}: {e}"))?;
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
@@ -52,19 +55,26 @@ fn http_status(addr: &str, method: &str, path: &str, host: &str) -> u16 {
          Connection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(request.as_bytes()).expect("send");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send to {addr}: {e}"))?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
     response
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {response:?}"))
+        .ok_or_else(|| format!("no HTTP status in {response:?}"))
 }
 
 /// Through the Service (kube-proxy): probes answer, /mcp refuses unknown Hosts and asks for a
 /// token (auth mode tokenreview) from an allowed one.
-fn assert_frontend_serves(ns: &str, service: &str) {
+///
+/// A rolled-out Deployment says nothing of kube-proxy: it programs a new Service's rules on
+/// its next sync, and until then the ClusterIP is routed like any outside address (on CI's
+/// machines a gateway answers 404 for it). So `/readyz` is asked until it says 200, for at
+/// most a minute; the other answers are asserted once it has.
+async fn assert_frontend_serves(ns: &str, service: &str) {
     let ip = kubectl_ok(&[
         "get",
         "service",
@@ -75,18 +85,19 @@ fn assert_frontend_serves(ns: &str, service: &str) {
         "jsonpath={.spec.clusterIP}",
     ]);
     let addr = format!("{ip}:8080");
-    assert_eq!(http_status(&addr, "GET", "/readyz", &addr), 200);
-    assert_eq!(
-        http_status(&addr, "POST", "/mcp", &addr),
-        403,
-        "ClusterIP is no allowed Host"
-    );
+    let mut last = Err(String::from("not asked"));
+    for _ in 0..240 {
+        last = http_status(&addr, "GET", "/readyz", &addr);
+        if last == Ok(200) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(last, Ok(200), "GET /readyz through {addr} for a minute");
+    let status = |host: &str| http_status(&addr, "POST", "/mcp", host);
+    assert_eq!(status(&addr), Ok(403), "ClusterIP is no allowed Host");
     let host = format!("{service}.{ns}.svc:8080");
-    assert_eq!(
-        http_status(&addr, "POST", "/mcp", &host),
-        401,
-        "no bearer token"
-    );
+    assert_eq!(status(&host), Ok(401), "no bearer token");
 }
 
 /// Waits until a replica of the operator holds the chart's Lease (named like the Deployment).
@@ -209,7 +220,7 @@ async fn chart_installs_upgrades_and_uninstalls_leaving_only_the_crds() {
         let frontend = "mto-mcp-task-operator-mcp-frontend";
         // Available means both binaries start with the chart's RBAC and serve /readyz.
         wait_rolled_out(&deployments, frontend).await;
-        assert_frontend_serves(&ns, frontend);
+        assert_frontend_serves(&ns, frontend).await;
         wait_rolled_out(&deployments, operator).await;
         assert_leader(&ns, operator).await;
 
