@@ -15,9 +15,9 @@ use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask};
 use serde_json::Value;
 
 use crate::Error;
+use crate::service::{self, FRONTEND_SELECTOR};
+use crate::term::{self, inert, inert_line};
 
-/// Label the chart gives the front end's Service.
-const FRONTEND_SELECTOR: &str = "app.kubernetes.io/component=mcp-frontend";
 /// Widest status message shown in the task table.
 const MESSAGE_WIDTH: usize = 48;
 
@@ -41,28 +41,15 @@ impl Cluster {
     /// The front end's URL and the Host to send: its Service in the namespace, by the chart's
     /// label, at its cluster IP, named by its DNS name (which the front end's Host check
     /// always allows). That address answers only where the cluster network reaches (a node, a
-    /// pod, a local cluster); elsewhere pass `--url`.
-    pub async fn frontend(&self) -> Result<(String, String), Error> {
+    /// pod, a local cluster); elsewhere pass `--url`. [`service::pick_frontend`] says which
+    /// Service, and when none is taken.
+    pub async fn frontend(&self, release: Option<&str>) -> Result<(String, String), Error> {
         let services: Api<Service> = Api::namespaced(self.client.clone(), &self.namespace);
         let list = services
             .list(&ListParams::default().labels(FRONTEND_SELECTOR))
             .await
             .map_err(|e| Error::Kube(format!("cannot list Services: {e}")))?;
-        let found = list.items.into_iter().find_map(|s| {
-            let name = s.metadata.name?;
-            let spec = s.spec?;
-            let ip = spec.cluster_ip.filter(|ip| ip != "None")?;
-            let port = spec.ports?.first()?.port;
-            let host = format!("{name}.{}.svc:{port}", self.namespace);
-            Some((format!("http://{ip}:{port}/mcp"), host))
-        });
-        found.ok_or_else(|| {
-            Error::Usage(format!(
-                "no front end Service ({FRONTEND_SELECTOR}) in namespace {}; pass --url or set \
-                 MCP_URL",
-                self.namespace
-            ))
-        })
+        service::pick_frontend(&list.items, &self.namespace, release)
     }
 
     /// A token of ServiceAccount `account` for `audience`, valid ten minutes.
@@ -137,7 +124,14 @@ impl Cluster {
         let task = self.task(id).await?;
         let status = task.status.clone().unwrap_or_default();
         let mut out = String::new();
+        // Every value came from the cluster or a tool: printed inert, on one line but the
+        // result's text.
         let mut line = |k: &str, v: &str| {
+            let v = if k == "Result:" {
+                inert(v)
+            } else {
+                inert_line(v)
+            };
             let _ = writeln!(out, "{k:<16}{v}");
         };
         line("Task:", id);
@@ -166,7 +160,7 @@ impl Cluster {
         }
         let _ = writeln!(out, "Events:");
         for event in self.events(id).await? {
-            let _ = writeln!(out, "  {event}");
+            let _ = writeln!(out, "  {}", inert_line(&event));
         }
         Ok(out)
     }
@@ -203,7 +197,7 @@ impl Cluster {
             .await
             .map_err(|e| Error::Kube(format!("reading the log: {e}")))?
         {
-            println!("{line}");
+            term::say(&inert_line(&line));
         }
         Ok(())
     }
@@ -291,16 +285,21 @@ fn age(now: Timestamp, then: Timestamp) -> String {
     }
 }
 
-/// Rows as aligned columns, leaving out the first `skip` columns.
+/// Rows as aligned columns, leaving out the first `skip` columns; each cell printed inert on
+/// one line.
 fn table<const N: usize>(rows: &[[String; N]], skip: usize) -> String {
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|row| row.clone().map(|cell| inert_line(&cell).into_owned()))
+        .collect();
     let mut widths = [0; N];
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in rows {
+    for row in &rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
@@ -353,6 +352,27 @@ mod tests {
             result_text(&json!({"content": [], "structuredContent": {"n": 1}})),
             "{\"n\":1}"
         );
+    }
+
+    #[test]
+    fn table_cells_from_the_cluster_are_printed_inert() {
+        let rows = [
+            ["TOOL", "MESSAGE"].map(str::to_owned),
+            [
+                "x\u{202e}",
+                "\u{1b}[2J\u{1b}]8;;https://evil.example/\u{7}ok\nfaked",
+            ]
+            .map(str::to_owned),
+        ];
+        let shown = table(&rows, 0);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}')
+        );
+        assert!(shown.contains("\\u{1b}[2J\\u{1b}]8;;https://evil.example/\\u{7}ok\\u{a}faked"));
+        assert_eq!(shown.lines().count(), 2, "{shown}");
+        assert!(shown.contains("x\\u{202e}"));
     }
 
     #[test]

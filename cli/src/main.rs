@@ -8,6 +8,8 @@ mod args;
 mod cluster;
 mod front;
 mod prompt;
+mod service;
+mod term;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::{Cluster, result_text};
 use crate::front::Front;
+use crate::term::inert_line;
 
 /// The front end's default token audience (the chart's `frontend.auth.tokenReview.audiences`).
 const DEFAULT_AUDIENCE: &str = "mcp-task-operator";
@@ -50,6 +53,10 @@ struct Cli {
     /// The front end's MCP endpoint (default: its Service's cluster IP in the namespace).
     #[arg(long, global = true, env = "MCP_URL")]
     url: Option<String>,
+    /// Helm release whose front end Service to use when there is no --url; needed when more
+    /// than one Service in the namespace is labelled as the front end.
+    #[arg(long, global = true, env = "MCP_RELEASE")]
+    release: Option<String>,
     /// Bearer token for the front end.
     #[arg(long, global = true, env = "MCP_BEARER_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -101,7 +108,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            term::warn(&format!("error: {}", term::inert_line(&e.to_string())));
             ExitCode::from(1)
         }
     }
@@ -111,11 +118,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let cluster = Cluster::connect(cli.namespace.clone()).await;
     match &cli.command {
         Command::Tasks { all_namespaces } => {
-            print!("{}", cluster?.tasks(*all_namespaces).await?);
+            term::say(cluster?.tasks(*all_namespaces).await?.trim_end());
             return Ok(ExitCode::SUCCESS);
         }
         Command::Describe { task } => {
-            print!("{}", cluster?.describe(task).await?);
+            term::say(cluster?.describe(task).await?.trim_end());
             return Ok(ExitCode::SUCCESS);
         }
         Command::Logs { task, follow } => {
@@ -149,10 +156,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             let id = answer["taskId"].as_str().unwrap_or_default().to_owned();
             if !follow {
-                println!("{id}");
+                term::say(&inert_line(&id));
                 return Ok(ExitCode::SUCCESS);
             }
-            eprintln!("task {id}");
+            term::warn(&format!("task {}", inert_line(&id)));
             follow_task(&front, &id, &mut input).await
         }
         Command::Follow { task } => follow_task(&front, &task, &mut input).await,
@@ -167,14 +174,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             let answers = prompt::answers(requests, &mut input).await?;
             let params = json!({"taskId": task, "inputResponses": answers});
             front.request("tasks/update", params).await?;
-            println!("answered {}", answers_keys(&answers));
+            term::say(&format!("answered {}", answers_keys(&answers)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Cancel { task } => {
             front
                 .request("tasks/cancel", json!({"taskId": task}))
                 .await?;
-            println!("cancel requested: {task}");
+            term::say(&format!("cancel requested: {}", inert_line(&task)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Tasks { .. } | Command::Describe { .. } | Command::Logs { .. } => {
@@ -191,7 +198,7 @@ async fn front(cli: &Cli, cluster: Result<Cluster, Error>) -> Result<Front, Erro
     let (url, host) = match (&cli.url, &cluster) {
         (Some(url), _) => (url.clone(), None),
         (None, Some(cluster)) => {
-            let (url, host) = cluster.frontend().await?;
+            let (url, host) = cluster.frontend(cli.release.as_deref()).await?;
             (url, Some(host))
         }
         (None, None) => unreachable!("a cluster when there is no URL"),
@@ -227,18 +234,22 @@ async fn follow_task(
             .to_owned();
         if (status.as_str(), message.as_str()) != (shown.0.as_str(), shown.1.as_str()) {
             let sep = if message.is_empty() { "" } else { ": " };
-            println!("{status}{sep}{message}");
+            term::say(&format!(
+                "{}{sep}{}",
+                inert_line(&status),
+                inert_line(&message)
+            ));
             shown = (status.clone(), message);
         }
         match status.as_str() {
             "completed" => return Ok(print_result(&task["result"])),
             "failed" => {
                 let error = &task["error"];
-                eprintln!(
+                term::warn(&format!(
                     "error {}: {}",
-                    error["code"],
-                    error["message"].as_str().unwrap_or("")
-                );
+                    inert_line(&error["code"].to_string()),
+                    inert_line(error["message"].as_str().unwrap_or(""))
+                ));
                 return Ok(ExitCode::from(2));
             }
             "cancelled" => return Ok(ExitCode::from(3)),
@@ -248,7 +259,7 @@ async fn follow_task(
                     let answers = prompt::answers(requests, input).await?;
                     let params = json!({"taskId": id, "inputResponses": answers});
                     front.request("tasks/update", params).await?;
-                    println!("answered {}", answers_keys(&answers));
+                    term::say(&format!("answered {}", answers_keys(&answers)));
                 }
             }
             _ => {}
@@ -265,13 +276,16 @@ async fn follow_task(
 }
 
 fn stopped_following(id: &str) -> ExitCode {
-    eprintln!("\nstopped following; the task goes on: kubectl mcp follow {id}");
+    term::warn(&format!(
+        "\nstopped following; the task goes on: kubectl mcp follow {}",
+        inert_line(id)
+    ));
     ExitCode::from(130)
 }
 
 /// Prints a tool's result; exit code 0, or 1 when the tool reported an error (`isError`).
 fn print_result(result: &Value) -> ExitCode {
-    println!("{}", result_text(result));
+    term::say(&result_text(result));
     if result["isError"] == json!(true) {
         ExitCode::from(1)
     } else {
@@ -279,6 +293,8 @@ fn print_result(result: &Value) -> ExitCode {
     }
 }
 
+/// The keys of `answers` (the tool's input request keys), each on one line.
 fn answers_keys(answers: &std::collections::BTreeMap<String, Value>) -> String {
-    answers.keys().cloned().collect::<Vec<_>>().join(", ")
+    let keys: Vec<_> = answers.keys().map(|k| inert_line(k)).collect();
+    keys.join(", ")
 }

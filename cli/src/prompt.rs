@@ -5,12 +5,12 @@
 //! At any question `!decline` or `!cancel` answers the whole request with that action.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use crate::Error;
+use crate::term::{self, inert_line};
 
 /// How often one question is asked again after an answer that does not fit.
 const MAX_TRIES: usize = 5;
@@ -74,7 +74,10 @@ async fn url(params: &Value, input: &mut Input) -> Result<Value, Error> {
     say(params["message"]
         .as_str()
         .unwrap_or("The tool asks you to open:"));
-    say(&format!("  {}", params["url"].as_str().unwrap_or_default()));
+    say(&format!(
+        "  {}",
+        inert_line(params["url"].as_str().unwrap_or_default())
+    ));
     for _ in 0..MAX_TRIES {
         match ask("done there? [accept/decline/cancel]: ", input)
             .await?
@@ -118,7 +121,7 @@ async fn field(
         }
     }
     if let Some(description) = property["description"].as_str() {
-        say(&format!("  {description}"));
+        say(&format!("  {}", inert_line(description)));
     }
     let question = format!(
         "  {title} ({hint}){}: ",
@@ -134,7 +137,7 @@ async fn field(
         }
         match value(kind, &choices, &typed) {
             Ok(value) => return Ok(Field::Value(value)),
-            Err(why) => say(&format!("  {why}")),
+            Err(why) => say(&format!("  {}", inert_line(&why))),
         }
     }
     Err(Error::Usage(format!(
@@ -176,10 +179,9 @@ fn value(kind: &str, choices: &[&str], typed: &str) -> Result<Value, String> {
     }
 }
 
-/// Prints `question` without a newline and reads one trimmed line.
+/// Prints `question` (inert, on one line) without a newline and reads one trimmed line.
 async fn ask(question: &str, input: &mut Input) -> Result<String, Error> {
-    print!("{question}");
-    let _ = std::io::stdout().flush();
+    term::ask(&inert_line(question));
     match input.next_line().await {
         Ok(Some(line)) => Ok(line.trim().to_owned()),
         Ok(None) => Err(Error::Usage(
@@ -189,8 +191,9 @@ async fn ask(question: &str, input: &mut Input) -> Result<String, Error> {
     }
 }
 
+/// Prints `text` inert; text from the tool spans lines only where it is the tool's message.
 fn say(text: &str) {
-    println!("{text}");
+    term::say(text);
 }
 
 #[cfg(test)]
