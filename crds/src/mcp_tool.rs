@@ -273,6 +273,15 @@ pub struct McpToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
     pub idle_timeout_seconds: Option<i64>,
+
+    /// How long a call may wait for the client's answers (status input_required) before it
+    /// fails with data.reason InputTimeout and its Job is stopped, 1 to 86400 seconds, counted
+    /// from when the tool asked (a new question, or an answer to some of them, starts the
+    /// count again). Unset (the default): the operator's default
+    /// (MCP_OPERATOR_INPUT_TIMEOUT_SECONDS, one hour unless set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub input_timeout_seconds: Option<i64>,
 }
 
 /// Whether calls of a tool run as MCP tasks.

@@ -30,8 +30,9 @@ pub struct Config {
     /// Safety-net requeue after a successful reconcile, before jitter
     /// (`MCP_OPERATOR_RESYNC_SECONDS`, default 300).
     pub resync: Duration,
-    /// Deadline for Jobs of tools that set no `activeDeadlineSeconds`
-    /// (`MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS`; unset means no deadline).
+    /// Deadline for Jobs of tools that set no `activeDeadlineSeconds`: the longest a task's
+    /// tool may run (`MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS`, default 86400, one day;
+    /// 0 means no deadline).
     pub default_active_deadline_seconds: Option<i64>,
     /// Name of the leader-election Lease (`MCP_OPERATOR_LEASE_NAME`, default
     /// `mcp-task-operator`).
@@ -82,6 +83,24 @@ pub struct Config {
     /// fails `PodRefused`, from the Job's first `FailedCreate` Event
     /// (`MCP_OPERATOR_POD_REFUSED_GRACE_SECONDS`, default 30).
     pub pod_refused_grace: Duration,
+    /// How long a tool container may wait for its volumes (a Secret or ConfigMap volume that
+    /// does not exist: `FailedMount` Events) before the task fails `VolumeMountFailed`, from
+    /// when the kubelet took the pod (`MCP_OPERATOR_VOLUME_MOUNT_GRACE_SECONDS`, default 120).
+    pub volume_mount_grace: Duration,
+    /// How long a task's tool container may take to start at all, from its pod's creation (or
+    /// the Job's start while it has no pod), whatever it waits for, before the task fails
+    /// `StartTimeout` (`MCP_OPERATOR_START_TIMEOUT_SECONDS`, default 1800, 1 to 86400). Not
+    /// counted while the Job waits for its queue's admission.
+    pub start_timeout: Duration,
+    /// How long a task's Job may stay suspended waiting for its queue's admission (Kueue;
+    /// `McpTool.spec.queueName`) before the task fails `NotAdmitted`, from when the Job was
+    /// suspended (`MCP_OPERATOR_ADMISSION_TIMEOUT_SECONDS`, default 3600, 1 to 86400).
+    pub admission_timeout: Duration,
+    /// How long a task may stay `input_required` without an answer before it fails
+    /// `InputTimeout` and its Job is deleted, for tools that set no
+    /// `McpTool.spec.inputTimeoutSeconds` (`MCP_OPERATOR_INPUT_TIMEOUT_SECONDS`, default 3600,
+    /// 1 to 86400).
+    pub input_timeout: Duration,
     /// How long a task's pod stays bound to a node that is unreachable or not ready before it
     /// is evicted (the `tolerationSeconds` of the NoExecute tolerations for
     /// `node.kubernetes.io/unreachable` and `node.kubernetes.io/not-ready` the operator adds,
@@ -175,9 +194,13 @@ impl Config {
                 "a number of milliseconds",
             )?),
             resync: Duration::from_secs(positive(var("RESYNC_SECONDS"), 300)?),
-            default_active_deadline_seconds: match var("DEFAULT_ACTIVE_DEADLINE_SECONDS") {
-                (_, None) => None,
-                set => Some(i64::try_from(positive(set, 1)?).unwrap_or(i64::MAX)),
+            default_active_deadline_seconds: match parse::<u64>(
+                var("DEFAULT_ACTIVE_DEADLINE_SECONDS"),
+                "86400",
+                "a number of seconds (0: no deadline)",
+            )? {
+                0 => None,
+                secs => Some(i64::try_from(secs).unwrap_or(i64::MAX)),
             },
             lease_name: var("LEASE_NAME")
                 .1
@@ -207,6 +230,10 @@ impl Config {
             config_error_grace: seconds(var("CONFIG_ERROR_GRACE_SECONDS"), "60")?,
             unschedulable_after: seconds(var("UNSCHEDULABLE_SECONDS"), "300")?,
             pod_refused_grace: seconds(var("POD_REFUSED_GRACE_SECONDS"), "30")?,
+            volume_mount_grace: seconds(var("VOLUME_MOUNT_GRACE_SECONDS"), "120")?,
+            start_timeout: bounded(var("START_TIMEOUT_SECONDS"), 1800, MAX_GRACE_SECONDS)?,
+            admission_timeout: bounded(var("ADMISSION_TIMEOUT_SECONDS"), 3600, MAX_GRACE_SECONDS)?,
+            input_timeout: bounded(var("INPUT_TIMEOUT_SECONDS"), 3600, MAX_GRACE_SECONDS)?,
             node_lost_toleration: seconds(var("NODE_LOST_TOLERATION_SECONDS"), "60")?,
             bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
             scale: Scale::from_lookup(&lookup)?,
@@ -342,7 +369,7 @@ mod tests {
         assert_eq!(c.http_addr, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(c.status_interval, Duration::from_secs(1));
         assert_eq!(c.resync, Duration::from_secs(300));
-        assert_eq!(c.default_active_deadline_seconds, None);
+        assert_eq!(c.default_active_deadline_seconds, Some(86_400));
         assert_eq!(c.lease_name, "mcp-task-operator");
         assert_eq!(c.lease_namespace, "default");
         assert_eq!(c.lease_duration, Duration::from_secs(15));
@@ -356,6 +383,37 @@ mod tests {
         assert_eq!(c.config_error_grace, Duration::from_secs(60));
         assert_eq!(c.unschedulable_after, Duration::from_secs(300));
         assert_eq!(c.pod_refused_grace, Duration::from_secs(30));
+        assert_eq!(c.volume_mount_grace, Duration::from_secs(120));
+        assert_eq!(c.start_timeout, Duration::from_secs(1800));
+        assert_eq!(c.admission_timeout, Duration::from_secs(3600));
+        assert_eq!(c.input_timeout, Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn every_wait_of_a_task_is_bounded_by_default_and_a_run_unbounded_only_on_request() {
+        let c = config(&[
+            ("MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS", "0"),
+            ("MCP_OPERATOR_VOLUME_MOUNT_GRACE_SECONDS", "0"),
+            ("MCP_OPERATOR_START_TIMEOUT_SECONDS", "60"),
+            ("MCP_OPERATOR_ADMISSION_TIMEOUT_SECONDS", "86400"),
+            ("MCP_OPERATOR_INPUT_TIMEOUT_SECONDS", "5"),
+        ])
+        .unwrap();
+        assert_eq!(c.default_active_deadline_seconds, None);
+        assert_eq!(c.volume_mount_grace, Duration::ZERO);
+        assert_eq!(c.start_timeout, Duration::from_secs(60));
+        assert_eq!(c.admission_timeout, Duration::from_secs(86_400));
+        assert_eq!(c.input_timeout, Duration::from_secs(5));
+        for name in [
+            "MCP_OPERATOR_START_TIMEOUT_SECONDS",
+            "MCP_OPERATOR_ADMISSION_TIMEOUT_SECONDS",
+            "MCP_OPERATOR_INPUT_TIMEOUT_SECONDS",
+        ] {
+            assert_eq!(config(&[(name, "0")]).unwrap_err().name, name);
+            assert_eq!(config(&[(name, "86401")]).unwrap_err().name, name);
+        }
+        let err = config(&[("MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS", "-1")]).unwrap_err();
+        assert_eq!(err.name, "MCP_OPERATOR_DEFAULT_ACTIVE_DEADLINE_SECONDS");
     }
 
     #[test]

@@ -147,6 +147,35 @@ pub async fn pods_refused_since(
         .min_by_key(|(first, _)| *first))
 }
 
+/// What the kubelet last said about the volumes of `pod` that it failed to mount (the note
+/// of its newest `FailedMount` Event, which names the volume and the missing Secret or
+/// ConfigMap), if it failed to mount any.
+pub async fn mount_failure(client: &Client, namespace: &str, pod: &Pod) -> Result<Option<String>> {
+    let Some(uid) = pod.uid() else {
+        return Ok(None);
+    };
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().fields(&format!("regarding.uid={uid},reason=FailedMount"));
+    let list = events
+        .list(&params)
+        .await
+        .map_err(|e| Error::kube(KubeOp::List, "Event", pod.name_any(), e))?;
+    // A repeated Event is one series: its last time moves, its first stays.
+    let last = |e: &Event| {
+        e.series
+            .as_ref()
+            .map(|s| s.last_observed_time.0)
+            .or(e.deprecated_last_timestamp.as_ref().map(|t| t.0))
+            .or(e.event_time.as_ref().map(|t| t.0))
+            .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+    };
+    Ok(list
+        .items
+        .iter()
+        .max_by_key(|e| last(e))
+        .map(|e| bounded(e.note.as_deref().unwrap_or_default())))
+}
+
 /// The pods of the task's Job: labelled with its name and controlled by it (its UID). A pod
 /// that only copies the label (anyone may) is never read, followed or annotated.
 pub async fn list_pods(client: &Client, namespace: &str, job: &Job) -> Result<Vec<Pod>> {

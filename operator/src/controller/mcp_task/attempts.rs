@@ -17,6 +17,7 @@
 //! see it out.
 
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::observe::{FailureReason, Workload};
 use super::outcome::{Decision, Outcome};
@@ -39,7 +40,7 @@ pub fn adjust(workload: Workload, job: Option<&Job>, pods: Pods<'_>) -> Workload
     let Some(job) = job else {
         return workload;
     };
-    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let suspended = suspended(job);
     // The pod is being stopped, or the tool ran before. NB: a pending or running pod beside a
     // suspended Job alone proves nothing: the Job cache may lag the resume that made the pod.
     let stopping = matches!(
@@ -110,6 +111,66 @@ pub fn admission_message(job: &Job) -> String {
     }
 }
 
+/// `workload` (as [`adjust`] made it) with the admission timeout `limit` applied as of `now`:
+/// a Job suspended for longer than `limit` that waits for its queue fails the task
+/// `NotAdmitted` (its Job is then deleted, and with it the queue's Workload); else the workload
+/// is unchanged, with how long until the limit would pass. The clock starts when the Job was
+/// suspended (its `Suspended` condition, which the Job controller sets when it is created
+/// suspended and again when a queue suspends it), else at its creation: times the API server
+/// keeps, so an operator restart does not restart it.
+pub fn admission_deadline(
+    workload: Workload,
+    job: Option<&Job>,
+    limit: SignedDuration,
+    now: Timestamp,
+) -> (Workload, Option<SignedDuration>) {
+    let Some(job) = job.filter(|j| suspended(j)) else {
+        return (workload, None);
+    };
+    let waiting = matches!(workload, Workload::Starting { .. });
+    let Some(at) = suspended_since(job).and_then(|t| t.checked_add(limit).ok()) else {
+        return (workload, None);
+    };
+    let left = at.duration_since(now);
+    if !waiting || left.is_positive() {
+        return (workload, waiting.then_some(left));
+    }
+    let secs = limit.as_secs();
+    let detail = match queue_name(job) {
+        Some(q) => format!(
+            "the Job waited for admission by queue {q} for more than {secs}s: the LocalQueue \
+             may not exist, or its ClusterQueue never had the quota"
+        ),
+        None => format!("the Job stayed suspended for more than {secs}s"),
+    };
+    let failed = Workload::Failed {
+        reason: FailureReason::NotAdmitted,
+        detail: Some(detail),
+    };
+    (failed, None)
+}
+
+/// Whether `job` is suspended (`spec.suspend`).
+fn suspended(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
+}
+
+/// Since when `job` has been suspended: its `Suspended` condition's time, else its creation.
+fn suspended_since(job: &Job) -> Option<Timestamp> {
+    let condition = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|all| {
+            all.iter()
+                .find(|c| c.type_ == "Suspended" && c.status == "True")
+        })
+        .and_then(|c| c.last_transition_time.as_ref());
+    condition
+        .or(job.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+}
+
 /// Adds the attempt to a running task's message once the Job runs a second pod.
 pub fn annotate(decision: &mut Decision, job: Option<&Job>) {
     let Some(job) = job.filter(|j| retries(j)) else {
@@ -171,3 +232,5 @@ fn job_failed(job: &Job) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_admission;

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod condition;
 pub mod follow;
 pub mod idle;
+pub mod input_timeout;
 pub mod job_record;
 pub mod nonce;
 pub mod notify;

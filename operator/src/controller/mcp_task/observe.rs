@@ -7,12 +7,16 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use mcp_task_operator_crds::mcp_tool::{TOOL_CONTAINER_NAME, tool_container_index};
 
+mod deadline;
 mod reason;
 
+pub use deadline::{
+    REFUSAL_POLL, StartLimits, mount_check_due, mount_failed, pods_refused, refusal_possible,
+    start_deadline, start_wake,
+};
 pub use reason::FailureReason;
 
 /// What the cluster shows about the workload of one task.
@@ -43,25 +47,7 @@ pub enum Workload {
 
 /// Pull failures no retry can cure: the task fails at once.
 const HOPELESS_PULL_REASONS: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"];
-/// Pull failures the kubelet retries (a registry may come back): they fail the task only
-/// after [`StartLimits::image_pull_grace`].
-const RETRIED_PULL_REASONS: [&str; 2] = ["ErrImagePull", "ImagePullBackOff"];
-/// A Secret or ConfigMap the container refers to is missing (or lacks the key).
-const CONFIG_ERROR_REASON: &str = "CreateContainerConfigError";
-
-/// How long a task's pod may fail to start in ways Kubernetes keeps retrying before the task
-/// fails (see the operator's `Config`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StartLimits {
-    /// How long image pulls may keep failing, from when the kubelet took the pod.
-    pub image_pull_grace: SignedDuration,
-    /// How long a Secret or ConfigMap may be missing, from when the kubelet took the pod.
-    pub config_error_grace: SignedDuration,
-    /// How long the pod may stay unschedulable, from its creation.
-    pub unschedulable_after: SignedDuration,
-    /// How long the Job's pods may be refused, from the first refusal Event.
-    pub pod_refused_grace: SignedDuration,
-}
+/// A start of the tool container that failed in the runtime.
 const START_FAILURE_REASONS: [&str; 2] = ["StartError", "ContainerCannotRun"];
 /// `DisruptionTarget` reasons that mean the pod's node is lost: the taint manager evicts the
 /// pods of a node tainted unreachable or not-ready (NoExecute) once their toleration runs
@@ -266,156 +252,6 @@ fn observe_pod(pod: &Pod) -> Workload {
     }
 }
 
-/// Ends a task whose pod has waited too long to start, by [`StartLimits`]: `workload` as
-/// [`observe_workload`] saw it, and a failure instead if the pod has been unschedulable, pulling
-/// its image or missing its configuration for longer than allowed. Each clock starts from a
-/// time the API server keeps (the pod's creation or start time), so an operator restart does
-/// not restart it.
-pub fn start_deadline(
-    workload: Workload,
-    pod: Option<&Pod>,
-    limits: &StartLimits,
-    now: Timestamp,
-) -> Workload {
-    let (Workload::Starting { .. }, Some(pod)) = (&workload, pod) else {
-        return workload;
-    };
-    match pod_deadlines(pod, limits).into_iter().find(|d| now >= d.at) {
-        Some(passed) => failed(passed.reason, Some(passed.detail)),
-        None => workload,
-    }
-}
-
-/// How often the `FailedCreate` Events of a Job whose pod is still missing past the refusal
-/// grace period are looked at again (they are not watched).
-pub const REFUSAL_POLL: SignedDuration = SignedDuration::from_secs(10);
-
-/// How long until a start deadline of a starting task can next pass: the soonest of the pod's
-/// ([`start_deadline`]) and, without a pod, the end of the refusal grace period
-/// ([`refusal_possible`]; past it, every [`REFUSAL_POLL`]). `None`: no clock runs, and only a
-/// change to the pod or the Job (whose watch events wake the task) can start one.
-pub fn start_wake(
-    pod: Option<&Pod>,
-    job: Option<&Job>,
-    limits: &StartLimits,
-    now: Timestamp,
-) -> Option<SignedDuration> {
-    let soonest = match (pod, job) {
-        (Some(pod), _) => pod_deadlines(pod, limits).into_iter().map(|d| d.at).min()?,
-        (None, Some(job)) => {
-            let status = job.status.as_ref()?;
-            if status.active.unwrap_or(0) > 0 {
-                return None;
-            }
-            let synced = status.start_time.as_ref()?.0;
-            synced.checked_add(limits.pod_refused_grace).ok()?
-        }
-        (None, None) => return None,
-    };
-    let left = soonest.duration_since(now);
-    Some(match left.is_positive() {
-        true => left,
-        false => REFUSAL_POLL,
-    })
-}
-
-/// A start deadline a starting pod is under.
-struct Deadline {
-    /// When it passes.
-    at: Timestamp,
-    /// The failure then.
-    reason: FailureReason,
-    detail: String,
-}
-
-/// The start deadlines `pod` is under, by what it waits for: a pull the kubelet retries, a
-/// missing Secret or ConfigMap, a place on a node.
-fn pod_deadlines(pod: &Pod, limits: &StartLimits) -> Vec<Deadline> {
-    let Some(status) = pod.status.as_ref() else {
-        return Vec::new();
-    };
-    let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let started = status.start_time.as_ref().map(|t| t.0).or(created);
-    let grace = |limit: SignedDuration| format!(" (for more than {}s)", limit.as_secs());
-    let mut deadlines = Vec::new();
-    let name = tool_container_name(pod);
-    let waiting = status
-        .container_statuses
-        .iter()
-        .flatten()
-        .find(|c| c.name == name)
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.waiting.as_ref());
-    if let (Some(w), Some(started)) = (waiting, started) {
-        let reason = w.reason.as_deref().unwrap_or_default();
-        let limit = match reason {
-            r if RETRIED_PULL_REASONS.contains(&r) => {
-                Some((limits.image_pull_grace, FailureReason::ImagePullFailed))
-            }
-            CONFIG_ERROR_REASON => Some((
-                limits.config_error_grace,
-                FailureReason::ContainerConfigError,
-            )),
-            _ => None,
-        };
-        if let Some((limit, failure)) = limit
-            && let Ok(at) = started.checked_add(limit)
-        {
-            deadlines.push(Deadline {
-                at,
-                reason: failure,
-                detail: describe(w.reason.as_deref(), w.message.as_deref()) + &grace(limit),
-            });
-        }
-    }
-    let unschedulable = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-        .filter(|c| c.reason.as_deref() == Some("Unschedulable"));
-    let limit = limits.unschedulable_after;
-    if let (Some(c), Some(created)) = (unschedulable, created)
-        && let Ok(at) = created.checked_add(limit)
-    {
-        deadlines.push(Deadline {
-            at,
-            reason: FailureReason::Unschedulable,
-            detail: describe(c.reason.as_deref(), c.message.as_deref()) + &grace(limit),
-        });
-    }
-    deadlines
-}
-
-/// Whether the Job's pods have been refused for longer than the grace period: `refused_since`
-/// is the first time of the Job's `FailedCreate` Event (kept by the API server), if any.
-pub fn pods_refused(
-    workload: &Workload,
-    pod: Option<&Pod>,
-    refused_since: Option<Timestamp>,
-    limits: &StartLimits,
-    now: Timestamp,
-) -> bool {
-    matches!(workload, Workload::Starting { .. })
-        && pod.is_none()
-        && refused_since.is_some_and(|t| now.duration_since(t) >= limits.pod_refused_grace)
-}
-
-/// Whether the Job's pod creations may have been refused for longer than the grace period, so
-/// that its `FailedCreate` Events are worth a request: the Job controller has synced the Job
-/// (it sets `status.startTime` in the sync that first tries to create the pod, refused or
-/// not), the Job has no pod (`status.active`), and that first sync is at least the grace
-/// period ago (a refusal is never older than it). A Job waiting for the Job controller, or
-/// whose pod the operator's cache has not shown yet, costs no request.
-pub fn refusal_possible(job: &Job, limits: &StartLimits, now: Timestamp) -> bool {
-    let Some(status) = job.status.as_ref() else {
-        return false;
-    };
-    let active = status.active.unwrap_or(0) > 0;
-    let started = status.start_time.as_ref().map(|t| t.0);
-    !active && started.is_some_and(|t| now.duration_since(t) >= limits.pod_refused_grace)
-}
-
 /// The message of a Job condition of `type_` with status True and, unless empty, `reason`.
 fn job_condition(job: &Job, type_: &str, reason: &str) -> Option<Option<String>> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
@@ -451,6 +287,8 @@ fn describe(reason: Option<&str>, message: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bounds;
 #[cfg(test)]
 mod tests_refused;
 #[cfg(test)]

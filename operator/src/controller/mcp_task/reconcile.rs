@@ -41,7 +41,7 @@ use super::job_record;
 use super::observe::{Workload, select_pod, tool_container_finished};
 use super::outcome::{Observation, Outcome, cancel_requested_at, decide};
 use super::status::checkpoint_of;
-use super::{attempts, idle};
+use super::{attempts, idle, input_timeout};
 use crate::context::Context;
 use crate::controller::reconcile_guarded;
 use crate::error::{Error, Result};
@@ -179,10 +179,14 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         followed: followed.as_ref().map(|c| c.pod_uid.as_str()),
     };
     let workload = attempts::adjust(workload, job.as_ref(), seen);
+    let admission_limit = inspect::signed(ctx.config.admission_timeout);
+    let (workload, admission_wake) =
+        attempts::admission_deadline(workload, job.as_ref(), admission_limit, now);
     // Nothing need change on the objects for a start grace period to end: look again then
     // (any other change to the start comes as a watch event of the pod or the Job).
     if matches!(workload, Workload::Starting { .. }) {
         waits.extend(start_wake);
+        waits.extend(admission_wake.and_then(|d| Duration::try_from(d).ok()));
     }
     // 5. Follow.
     let (follow_state, workload) =
@@ -197,7 +201,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
             t.spec.cancel_grace_period_seconds
         });
     let idle_limit = tool.as_ref().and_then(|t| t.spec.idle_timeout_seconds);
-    let mut decision = {
+    let decision = {
         let empty = FollowState::default();
         let guard = follow_state.as_ref().map(|s| lock(s));
         let idle = guard.as_deref().map(FollowState::idle_for);
@@ -230,6 +234,15 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
             false => decided,
         }
     };
+    // An unanswered input round ends at the input timeout (the tool's, else the operator's).
+    let input_limit = tool
+        .as_ref()
+        .and_then(|t| t.spec.input_timeout_seconds)
+        .and_then(|s| u64::try_from(s).ok())
+        .map_or(ctx.config.input_timeout, Duration::from_secs);
+    let (mut decision, input_wake) =
+        input_timeout::check(decision, task.status.as_ref(), input_limit, now);
+    waits.extend(input_wake);
     attempts::annotate(&mut decision, job.as_ref());
     // 7. Write.
     write::step(&task, ctx, &ids.uid, &decision, job.as_ref(), waits, now).await

@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// Every [`FailureReason`], so a stored `error.data.reason` maps back to a fixed label.
-const REASONS: [FailureReason; 24] = [
+const REASONS: [FailureReason; 28] = [
     FailureReason::ImagePullFailed,
     FailureReason::OomKilled,
     FailureReason::DeadlineExceeded,
@@ -40,6 +40,10 @@ const REASONS: [FailureReason; 24] = [
     FailureReason::NodeLost,
     FailureReason::IdleTimeout,
     FailureReason::Preempted,
+    FailureReason::VolumeMountFailed,
+    FailureReason::StartTimeout,
+    FailureReason::NotAdmitted,
+    FailureReason::InputTimeout,
 ];
 
 /// The `reason` label of a failed outcome: the [`FailureReason`] of an operator-detected
@@ -130,6 +134,10 @@ mod tests {
             NodeLost => 21,
             IdleTimeout => 22,
             Preempted => 23,
+            VolumeMountFailed => 24,
+            StartTimeout => 25,
+            NotAdmitted => 26,
+            InputTimeout => 27,
         }
     }
 

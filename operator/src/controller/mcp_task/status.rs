@@ -13,6 +13,7 @@ use mcp_task_operator_crds::{McpTask, McpTaskStatus, TaskStatus};
 
 use super::condition::with_succeeded;
 use super::follow::Checkpoint;
+use super::input_timeout;
 use super::job_record::confirm;
 use super::outcome::Outcome;
 
@@ -79,6 +80,7 @@ pub fn next_status(
     if let (Some(name), Some(uid)) = (&ctx.job_name, &ctx.job_uid) {
         confirm(&mut next.conditions, name, uid, ctx.now);
     }
+    input_timeout::record(&mut next.conditions, current, outcome, ctx.now);
     // createdAt is fixed by the first write; later writes keep it whatever the context says.
     if let Some(created) = current.and_then(|c| c.created_at.clone()) {
         next.created_at = Some(created);

@@ -101,7 +101,14 @@ fn job_runs_once_with_the_tools_deadline() {
 fn deadline_falls_back_to_the_operator_default() {
     let mut tool = tool();
     tool.spec.active_deadline_seconds = None;
-    let none = build_job(&task(), &tool, &config()).unwrap();
+    // One day by default (docs/DESIGN.md, "Every state has a bound").
+    let default = build_job(&task(), &tool, &config()).unwrap();
+    assert_eq!(default.spec.unwrap().active_deadline_seconds, Some(86_400));
+    let unbounded = Config {
+        default_active_deadline_seconds: None,
+        ..config()
+    };
+    let none = build_job(&task(), &tool, &unbounded).unwrap();
     assert_eq!(none.spec.unwrap().active_deadline_seconds, None);
     let config = Config {
         default_active_deadline_seconds: Some(7200),

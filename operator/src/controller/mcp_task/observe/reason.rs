@@ -53,6 +53,16 @@ pub enum FailureReason {
     /// The Job's queue (Kueue) took its admission back while the tool ran (preemption or
     /// eviction), and the tool does not retry on disruption.
     Preempted,
+    /// A volume of the pod (a Secret or ConfigMap that does not exist, as a rule) failed to
+    /// mount for longer than the grace period: the kubelet's `FailedMount` Event says which.
+    VolumeMountFailed,
+    /// The tool container did not start within the start timeout, whatever it waited for.
+    StartTimeout,
+    /// The Job's queue (Kueue) did not admit it within the admission timeout: the queue may
+    /// not exist, or lack the quota.
+    NotAdmitted,
+    /// The task waited for the client's answers longer than its input timeout.
+    InputTimeout,
 }
 
 impl FailureReason {
@@ -83,6 +93,10 @@ impl FailureReason {
             Self::NodeLost => "NodeLost",
             Self::IdleTimeout => "IdleTimeout",
             Self::Preempted => "Preempted",
+            Self::VolumeMountFailed => "VolumeMountFailed",
+            Self::StartTimeout => "StartTimeout",
+            Self::NotAdmitted => "NotAdmitted",
+            Self::InputTimeout => "InputTimeout",
         }
     }
 
@@ -130,6 +144,18 @@ impl FailureReason {
             Self::Preempted => {
                 "The task's queue stopped its Job (preempted) before the tool finished"
             }
+            Self::VolumeMountFailed => {
+                "A volume of the task's pod (a Secret or ConfigMap) could not be mounted"
+            }
+            Self::StartTimeout => "The tool container did not start within the start timeout",
+            Self::NotAdmitted => {
+                "The task's queue did not admit its Job within the admission \
+                                  timeout"
+            }
+            Self::InputTimeout => {
+                "Nobody answered the task's input requests within its input \
+                                   timeout"
+            }
         }
     }
 
@@ -146,6 +172,10 @@ impl FailureReason {
                 | Self::NodeLost
                 | Self::IdleTimeout
                 | Self::Preempted
+                | Self::VolumeMountFailed
+                | Self::StartTimeout
+                | Self::NotAdmitted
+                | Self::InputTimeout
         )
     }
 }

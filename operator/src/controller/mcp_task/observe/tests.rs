@@ -1,5 +1,7 @@
 //! Tests for telling pod-level failures from tool exits, from inline YAML objects.
 
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
 use super::*;
 
 pub(super) fn job(status: &str) -> Job {
@@ -80,6 +82,8 @@ pub(super) const LIMITS: StartLimits = StartLimits {
     config_error_grace: SignedDuration::from_secs(60),
     unschedulable_after: SignedDuration::from_secs(300),
     pod_refused_grace: SignedDuration::from_secs(30),
+    volume_mount_grace: SignedDuration::from_secs(120),
+    start_timeout: SignedDuration::from_secs(1800),
 };
 
 pub(super) fn at(time: &str) -> Timestamp {
@@ -98,6 +102,7 @@ fn observed_at(p: &Pod, now: &str) -> Workload {
     let active = job("{active: 1}");
     start_deadline(
         observe_workload(Some(&active), Some(p)),
+        Some(&active),
         Some(p),
         &LIMITS,
         at(now),
@@ -182,16 +187,21 @@ fn an_unschedulable_pod_fails_the_task_after_the_start_deadline() {
     assert!(matches!(early, Workload::Starting { .. }), "{early:?}");
     let late = observed_at(&p, "2026-08-01T12:05:00Z");
     assert_eq!(reason_of(late), FailureReason::Unschedulable);
-    // A pod still scheduling for another reason (say a volume binding) is left alone.
+    // A pod still scheduling for another reason (say a volume binding) is left alone, up to
+    // the start timeout (1800 s from its creation).
     let binding = pod(
         "metadata: {name: t-x, creationTimestamp: '2026-08-01T12:00:00Z'}\n\
          status: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', \
          reason: SchedulerError}]}",
     );
     assert!(matches!(
-        observed_at(&binding, "2026-08-01T13:00:00Z"),
+        observed_at(&binding, "2026-08-01T12:29:59Z"),
         Workload::Starting { .. }
     ));
+    assert_eq!(
+        reason_of(observed_at(&binding, "2026-08-01T13:00:00Z")),
+        FailureReason::StartTimeout
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn a_starting_pod_is_looked_at_again_when_its_soonest_deadline_passes_and_then_f
     let then = at("2026-08-01T12:02:00Z");
     let seen = observe_workload(Some(&active), Some(&pulling));
     assert!(matches!(
-        start_deadline(seen, Some(&pulling), &LIMITS, then),
+        start_deadline(seen, Some(&active), Some(&pulling), &LIMITS, then),
         Workload::Failed { .. }
     ));
     let unschedulable = pod(
@@ -54,16 +54,13 @@ fn a_starting_pod_is_looked_at_again_when_its_soonest_deadline_passes_and_then_f
 fn a_start_with_no_clock_running_waits_for_a_change_of_its_pod_or_job() {
     let now = at("2026-08-01T12:10:00Z");
     let active = job("{active: 1}");
-    // Scheduled, the image being pulled: only the pod's next status changes anything.
-    let creating = pending("{waiting: {reason: ContainerCreating}}");
+    // No time is known of the pod or the Job: only their next status changes anything.
+    let scheduled = pod("status: {phase: Pending}");
     assert_eq!(
-        start_wake(Some(&creating), Some(&active), &LIMITS, now),
+        start_wake(Some(&scheduled), Some(&active), &LIMITS, now),
         None
     );
-    // The Job controller has not synced the Job, or it has its pod (not cached yet).
     assert_eq!(start_wake(None, Some(&job("{}")), &LIMITS, now), None);
-    let has_pod = job("{startTime: '2026-08-01T12:00:00Z', active: 1}");
-    assert_eq!(start_wake(None, Some(&has_pod), &LIMITS, now), None);
     assert_eq!(start_wake(None, None, &LIMITS, now), None);
 }
 

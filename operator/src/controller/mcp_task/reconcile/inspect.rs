@@ -10,8 +10,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use super::super::apply::{self, PodSync};
 use super::super::cache;
 use super::super::observe::{
-    FailureReason, StartLimits, Workload, observe_workload, pods_refused, refusal_possible,
-    select_pod, start_deadline, start_wake,
+    FailureReason, StartLimits, Workload, mount_check_due, mount_failed, observe_workload,
+    pods_refused, refusal_possible, select_pod, start_deadline, start_wake,
 };
 use super::super::outcome::{self, Decision, Outcome};
 use super::Ids;
@@ -59,7 +59,7 @@ pub async fn step(
     };
     let pod = select_pod(&pods);
     let limits = start_limits(&ctx.config);
-    let mut workload = start_deadline(observe_workload(job, pod), pod, &limits, now);
+    let mut workload = start_deadline(observe_workload(job, pod), job, pod, &limits, now);
     let mut wake = start_wake(pod, job, &limits, now);
     if let (Workload::Starting { .. }, None, Some(job)) = (&workload, pod, job)
         && refusal_possible(job, &limits, now)
@@ -75,6 +75,14 @@ pub async fn step(
             // Refused since a moment after the Job's sync: look again when it counts.
             wake = Some(counts.duration_since(now));
         }
+    }
+    // A volume that does not mount (a missing Secret or ConfigMap) shows only in the
+    // kubelet's Events: read once the grace period is over, then every start wake-up.
+    if let Some(pod) = pod
+        && mount_check_due(&workload, pod, &limits, now)
+        && let Some(note) = apply::mount_failure(client, &ids.namespace, pod).await?
+    {
+        workload = mount_failed(&note, &limits);
     }
     if let Some(pod) = pod
         && let PodSync::AnswersTooLarge(detail) =
@@ -95,13 +103,19 @@ pub async fn step(
     })
 }
 
+/// `d` as a signed duration (a longer one than it holds counts as for ever).
+pub fn signed(d: Duration) -> SignedDuration {
+    SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)
+}
+
 /// The start grace periods and deadline of `config`, for [`start_deadline`].
 pub fn start_limits(config: &Config) -> StartLimits {
-    let signed = |d: Duration| SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
     StartLimits {
         image_pull_grace: signed(config.image_pull_grace),
         config_error_grace: signed(config.config_error_grace),
         unschedulable_after: signed(config.unschedulable_after),
         pod_refused_grace: signed(config.pod_refused_grace),
+        volume_mount_grace: signed(config.volume_mount_grace),
+        start_timeout: signed(config.start_timeout),
     }
 }
