@@ -142,7 +142,10 @@ pub struct ServerTool {
 #[serde(rename_all = "camelCase")]
 pub struct McpServerStatus {
     /// `Ready` is True once the tools of the current generation are discovered and offered;
-    /// False with the reason (InvalidTemplate, BridgeNotConfigured, DiscoveryFailed) otherwise.
+    /// False with the reason otherwise: Discovering, InvalidTemplate, BridgeNotConfigured,
+    /// TemplateNotAllowed, DiscoveryFailed, DiscoveryJobNotOwned (a Job of the discovery Job's
+    /// name is not this server's), TooManyTools or ToolsTooLarge (over the operator's bounds;
+    /// not run again until the spec changes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
@@ -164,7 +167,8 @@ pub struct McpServerStatus {
     /// The offered tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<OfferedTool>,
-    /// The server's tools that are not offered, and why.
+    /// The server's tools that are not offered, and why (the first 100; the `Ready`
+    /// condition's message counts them all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedTool>,
 }

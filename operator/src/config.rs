@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::policy::ToolPolicy;
 
+mod mcp_server;
 mod scale;
+pub use mcp_server::{MAX_TOOLS_CEILING, ServerLimits};
 pub use scale::{MAX_FOLLOWER_STARTS, Scale};
 
 /// Prefix of every operator environment variable.
@@ -112,6 +114,9 @@ pub struct Config {
     /// `McpServer` tools by an init container (`MCP_OPERATOR_BRIDGE_IMAGE`; unset: McpServers
     /// are not Ready, with reason `BridgeNotConfigured`).
     pub bridge_image: Option<String>,
+    /// Bounds on what one `McpServer`'s image can make the operator store
+    /// (`MCP_OPERATOR_MCP_SERVER_MAX_TOOLS`, `..._MAX_TOOL_BYTES`, `..._MAX_BYTES`).
+    pub mcp_server: ServerLimits,
     /// Bounds on the operator's work at scale (status writes, finished Jobs, log followers).
     pub scale: Scale,
 }
@@ -236,6 +241,7 @@ impl Config {
             input_timeout: bounded(var("INPUT_TIMEOUT_SECONDS"), 3600, MAX_GRACE_SECONDS)?,
             node_lost_toleration: seconds(var("NODE_LOST_TOLERATION_SECONDS"), "60")?,
             bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
+            mcp_server: ServerLimits::from_lookup(&lookup)?,
             scale: Scale::from_lookup(&lookup)?,
         })
     }

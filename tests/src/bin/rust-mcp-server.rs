@@ -8,6 +8,10 @@
 //! - `write-file`: writes `text` (at most 64 KiB) to the file `name` (a plain file name) in its
 //!   working directory, reads it back and returns `{"path", "text"}` as structured content; an
 //!   I/O error (say a read-only root file system) is a tool error naming the path.
+//! - `extra-00000`, `extra-00001`, ...: `RUST_MCP_SERVER_EXTRA_TOOLS` more tools (default 0),
+//!   each answering as `work`, whose input schema carries a property description of
+//!   `RUST_MCP_SERVER_EXTRA_SCHEMA_BYTES` bytes (default 0): an image that makes the operator
+//!   store many or large tools, for the McpServer's bounds (`tests/tests/mcp_server_limits.rs`).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,7 +28,41 @@ use serde_json::{Map, Value, json};
 const MAX_TEXT_BYTES: usize = 64 * 1024;
 
 #[derive(Clone)]
-struct Minimal;
+struct Minimal {
+    /// How many `extra-*` tools to list.
+    extra_tools: usize,
+    /// Bytes of each extra tool's property description.
+    extra_schema_bytes: usize,
+}
+
+impl Minimal {
+    fn from_env() -> Self {
+        let number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            extra_tools: number("RUST_MCP_SERVER_EXTRA_TOOLS"),
+            extra_schema_bytes: number("RUST_MCP_SERVER_EXTRA_SCHEMA_BYTES"),
+        }
+    }
+
+    fn extra_tools(&self) -> impl Iterator<Item = Tool> + '_ {
+        let padding = "x".repeat(self.extra_schema_bytes);
+        (0..self.extra_tools).map(move |i| {
+            Tool::new(
+                format!("extra-{i:05}"),
+                "Answers at once, as work does.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"note": {"type": "string", "description": padding.as_str()}},
+                })),
+            )
+        })
+    }
+}
 
 fn schema(value: Value) -> Arc<Map<String, Value>> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
@@ -83,7 +121,7 @@ impl ServerHandler for Minimal {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             Tool::new(
                 "work",
                 "Answers at once with the time it answered.",
@@ -101,7 +139,9 @@ impl ServerHandler for Minimal {
                     "required": ["name", "text"],
                 })),
             ),
-        ]))
+        ];
+        tools.extend(self.extra_tools());
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -111,9 +151,11 @@ impl ServerHandler for Minimal {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
         match request.name.as_ref() {
-            "work" => Ok(CallToolResponse::Complete(CallToolResult::success(vec![
-                ContentBlock::text(format!("done at {}", now())),
-            ]))),
+            name if name == "work" || name.starts_with("extra-") => {
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                    ContentBlock::text(format!("done at {}", now())),
+                ])))
+            }
             "write-file" => Ok(write_file(&arguments)),
             other => Err(ErrorData::invalid_params(
                 format!("no tool named {other:?}"),
@@ -126,7 +168,7 @@ impl ServerHandler for Minimal {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let transport = (tokio::io::stdin(), tokio::io::stdout());
-    match Minimal.serve(transport).await {
+    match Minimal::from_env().serve(transport).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }

@@ -1,7 +1,10 @@
 //! The `McpServer` controller: discover an MCP server image's tools and offer each as an
 //! `McpTool` that runs the server through the bridge.
 
+pub mod apply;
 pub mod bridged;
+pub mod discovery;
+pub mod limits;
 pub mod offer;
 pub mod reconcile;
 

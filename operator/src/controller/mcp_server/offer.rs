@@ -1,6 +1,7 @@
 //! Which of a server's discovered tools become `McpTool`s, under which names, and the tools
 //! themselves: the server's own description, title, schemas and annotations, the server's
-//! template run through the bridge, and the server's task settings.
+//! template run through the bridge, and the server's task settings; within the operator's
+//! bounds on what one server makes (`ServerLimits`).
 
 use std::collections::BTreeSet;
 
@@ -12,7 +13,9 @@ use mcp_task_operator_crds::mcp_server::{Discovery, OfferedTool, SkippedTool};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::bridged::{Mode, TemplateError, bridged};
+use super::bridged::{Mode, bridged};
+use super::limits::{Refused, json_bytes, skip};
+use crate::config::ServerLimits;
 
 /// Label naming the McpServer an McpTool was made from.
 pub const SERVER_LABEL: &str = "mcptasks.io/server";
@@ -30,14 +33,19 @@ pub struct Offer {
     pub skipped: Vec<SkippedTool>,
 }
 
-/// The McpTools for `discovery` of `server`, with the bridge from `bridge_image`.
+/// The McpTools for `discovery` of `server`, with the bridge from `bridge_image`, or why none
+/// is offered: a template that cannot be bridged, or more or larger tools than `limits` allow.
 pub fn offer(
     server: &McpServer,
     discovery: &Discovery,
     bridge_image: &str,
-) -> Result<Offer, TemplateError> {
+    limits: &ServerLimits,
+) -> Result<Offer, Refused> {
     let spec = &server.spec;
     let mut offer = Offer::default();
+    // Tools that would be offered, counted past the limit (their McpTools are not built), and
+    // the bytes of the McpTools built.
+    let (mut offerable, mut bytes) = (0, 0);
     let wanted: Option<BTreeSet<&str>> =
         (!spec.tools.is_empty()).then(|| spec.tools.iter().map(|t| t.name.as_str()).collect());
     let mut seen = BTreeSet::new();
@@ -74,14 +82,12 @@ pub fn offer(
                 .push(skip(name, "its inputSchema is not of type object"));
             continue;
         }
-        let template = bridged(server, bridge_image, Mode::Call(name))?;
         let task_support = chosen
             .and_then(|t| t.task_support)
             .unwrap_or(spec.task_support);
         let mut tool_spec = json!({
             "name": mcp_name,
             "inputSchema": input_schema,
-            "template": template,
             "taskSupport": task_support,
             "ttlMs": spec.ttl_ms,
             "cancelGracePeriodSeconds": spec.cancel_grace_period_seconds,
@@ -104,6 +110,22 @@ pub fn offer(
         if let Some(deadline) = spec.active_deadline_seconds {
             tool_spec["activeDeadlineSeconds"] = json!(deadline);
         }
+        let tool_bytes = json_bytes(&tool_spec);
+        if tool_bytes > limits.max_tool_bytes {
+            let reason = format!(
+                "its title, description, schemas and annotations are {tool_bytes} bytes, over the \
+                 limit of {} (MCP_OPERATOR_MCP_SERVER_MAX_TOOL_BYTES)",
+                limits.max_tool_bytes
+            );
+            offer.skipped.push(skip(name, &reason));
+            continue;
+        }
+        offerable += 1;
+        if offerable > limits.max_tools {
+            continue;
+        }
+        let template = bridged(server, bridge_image, Mode::Call(name))?;
+        tool_spec["template"] = json!(template);
         let object_name = tool_object_name(&server.name_any(), name);
         let made = json!({
             "apiVersion": McpTool::api_version(&()),
@@ -118,6 +140,7 @@ pub fn offer(
         });
         match serde_json::from_value::<McpTool>(made) {
             Ok(made) => {
+                bytes += json_bytes(&made);
                 offer.offered.push(OfferedTool {
                     name: name.to_owned(),
                     mcp_name,
@@ -139,14 +162,20 @@ pub fn offer(
             ));
         }
     }
-    Ok(offer)
-}
-
-fn skip(name: &str, reason: &str) -> SkippedTool {
-    SkippedTool {
-        name: name.to_owned(),
-        reason: reason.to_owned(),
+    if offerable > limits.max_tools {
+        return Err(Refused::TooManyTools {
+            offered: offerable,
+            limit: limits.max_tools,
+        });
     }
+    if bytes > limits.max_bytes {
+        return Err(Refused::ToolsTooLarge {
+            offered: offer.offered.len(),
+            bytes,
+            limit: limits.max_bytes,
+        });
+    }
+    Ok(offer)
 }
 
 fn is_mcp_name(name: &str) -> bool {
@@ -251,7 +280,13 @@ mod tests {
             "outputSchema": {"type": "object"},
             "annotations": {"readOnlyHint": true, "vendorHint": 3}
         }]));
-        let offer = offer(&server(json!({"namePrefix": "time_"})), &found, "bridge:1").unwrap();
+        let offer = offer(
+            &server(json!({"namePrefix": "time_"})),
+            &found,
+            "bridge:1",
+            &ServerLimits::default(),
+        )
+        .unwrap();
         assert!(offer.skipped.is_empty(), "{:?}", offer.skipped);
         let tool = &offer.tools[0];
         assert!(
@@ -289,7 +324,7 @@ mod tests {
         let s = server(json!({"tools": [
             {"name": "a", "mcpName": "alpha"}, {"name": "bad name!"}, {"name": "c"}, {"name": "gone"}
         ]}));
-        let offer = offer(&s, &found, "bridge:1").unwrap();
+        let offer = offer(&s, &found, "bridge:1", &ServerLimits::default()).unwrap();
         let offered: Vec<&str> = offer.offered.iter().map(|o| o.mcp_name.as_str()).collect();
         assert_eq!(offered, ["alpha"]);
         let skipped: Vec<(&str, &str)> = offer

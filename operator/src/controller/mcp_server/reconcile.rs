@@ -1,20 +1,20 @@
-//! The McpServer reconciler: run the server once in a discovery Job (the bridge's `--list`),
-//! read the tool list from the Job's log, apply one McpTool per offered tool (deleting the
-//! server's McpTools no longer offered), and report it all in status with a `Ready` condition.
+//! The McpServer reconciler: run the server once in a discovery Job (`discovery.rs`), turn its
+//! tool list into McpTools within the operator's bounds (`offer.rs`, `limits.rs`), apply them
+//! (`apply.rs`), and report it all in status with a `Ready` condition.
 //!
-//! Discovery runs once per generation; it runs again when an offered McpTool is missing.
+//! Discovery runs once per generation; it runs again when an offered McpTool is missing. A
+//! discovery refused for its size (`TooManyTools`, `ToolsTooLarge`) runs again only for a new
+//! generation. The controller reads, deletes and overwrites only the objects it controls.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{
-    Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, PropagationPolicy,
-};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, PropagationPolicy};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::mcp_server::{Discovery, McpServerStatus};
@@ -23,9 +23,11 @@ use mcp_task_operator_crds::{McpServer, McpTool};
 use serde_json::Value;
 use tracing::instrument;
 
+use super::apply::{apply_tools, controlled_by, not_owned};
 use super::bridged::{Mode, bridged};
-use super::offer::{SERVER_LABEL, offer, owner};
-use crate::FIELD_MANAGER;
+use super::discovery::{Found, discovery_job, discovery_job_name, discovery_result};
+use super::limits::{INVALID_TEMPLATE, is_settled_refusal, server_text, summarize};
+use super::offer::{SERVER_LABEL, offer};
 use crate::context::Context;
 use crate::controller::reconcile_guarded;
 use crate::error::{Error, KubeOp, Result};
@@ -35,8 +37,11 @@ use crate::policy::check_job;
 pub const CONTROLLER: &str = "mcpserver";
 /// How often a running discovery is looked at.
 const DISCOVERY_POLL: Duration = Duration::from_secs(2);
-/// Most log bytes read from a discovery (a long tool list with schemas fits easily).
-const MAX_DISCOVERY_LOG_BYTES: i64 = 4 * 1024 * 1024;
+/// How often a server whose discovery Job name is taken looks again: the controller watches
+/// only the Jobs servers own, so that Job's deletion reaches it by this poll.
+const FOREIGN_JOB_POLL: Duration = Duration::from_secs(20);
+/// `Ready` reason while the discovery Job's name is taken by a Job the server does not own.
+const JOB_NOT_OWNED: &str = "DiscoveryJobNotOwned";
 /// Longest condition message.
 const MAX_MESSAGE_CHARS: usize = 1024;
 
@@ -52,21 +57,13 @@ pub async fn reconcile(
     .await
 }
 
-/// Where discovery stands.
-pub(super) enum Found {
-    /// Still running.
-    Running,
-    /// The server's tools.
-    Tools(Discovery),
-    /// Discovery failed: why.
-    Failed(String),
-}
-
 async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
-    let namespace = server.namespace().ok_or(Error::MissingField {
+    let missing = |field| Error::MissingField {
         kind: "McpServer",
-        field: "metadata.namespace",
-    })?;
+        field,
+    };
+    let namespace = server.namespace().ok_or(missing("metadata.namespace"))?;
+    let uid = server.uid().ok_or(missing("metadata.uid"))?;
     let name = server.name_any();
     let generation = server.metadata.generation;
     let Some(bridge_image) = ctx.config.bridge_image.clone() else {
@@ -76,24 +73,31 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
         return not_ready(server, ctx, "BridgeNotConfigured", message).await;
     };
     let tools_api: Api<McpTool> = Api::namespaced(ctx.client.clone(), &namespace);
-    let current = server.status.as_ref();
-    if current.is_some_and(|s| s.observed_generation == generation && is_ready(s)) {
+    let current = server
+        .status
+        .as_ref()
+        .filter(|s| s.observed_generation == generation);
+    if current.is_some_and(|s| ready_reason(s).is_some_and(is_settled_refusal)) {
+        return Ok(Action::await_change());
+    }
+    if let Some(status) = current.filter(|s| ready_reason(s) == Some(DISCOVERED)) {
         let listed = tools_api
-            .list(&ListParams::default().labels(&format!("{SERVER_LABEL}={name}")))
+            .list_metadata(&ListParams::default().labels(&format!("{SERVER_LABEL}={name}")))
             .await
             .map_err(|e| Error::kube(KubeOp::List, "McpTool", &name, e))?;
-        let all_there = current.is_some_and(|s| {
-            s.tools
-                .iter()
-                .all(|t| listed.items.iter().any(|m| m.name_any() == t.mcp_tool))
-        });
-        if all_there {
+        let ours: BTreeSet<String> = listed
+            .items
+            .iter()
+            .filter(|m| controlled_by(m.owner_references(), &uid))
+            .map(ResourceExt::name_any)
+            .collect();
+        if status.tools.iter().all(|t| ours.contains(&t.mcp_tool)) {
             return Ok(Action::await_change());
         }
     }
     let template = match bridged(server, &bridge_image, Mode::Discover) {
         Ok(template) => template,
-        Err(e) => return not_ready(server, ctx, "InvalidTemplate", e.to_string()).await,
+        Err(e) => return not_ready(server, ctx, INVALID_TEMPLATE, e.to_string()).await,
     };
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
     let job_name = discovery_job_name(&name, generation.unwrap_or(0));
@@ -115,254 +119,115 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
             format!("Running the server in Job {job_name} to list its tools"),
             false,
         );
+        let message = format!("Listing the server's tools in Job {job_name}");
         write_status(
             server,
             ctx,
-            McpServerStatus {
-                conditions: vec![ready(
-                    server,
-                    "False",
-                    "Discovering",
-                    format!("Listing the server's tools in Job {job_name}"),
-                )],
-                observed_generation: generation,
-                ..current.cloned().unwrap_or_default()
-            },
+            not_ready_status(server, "Discovering", message),
         )
         .await?;
         return Ok(Action::requeue(DISCOVERY_POLL));
     };
+    // A Job of the name that the server does not control is someone else's: its log could
+    // forge the tool list, so it is neither read nor deleted.
+    if !controlled_by(job.owner_references(), &uid) {
+        let message = format!(
+            "{}: delete it (the server looks again every {} s)",
+            not_owned("Job", &job_name),
+            FOREIGN_JOB_POLL.as_secs()
+        );
+        refuse(server, ctx, JOB_NOT_OWNED, message).await?;
+        return Ok(Action::requeue(FOREIGN_JOB_POLL));
+    }
     match discovery_result(ctx, &namespace, &job).await? {
         Found::Running => Ok(Action::requeue(DISCOVERY_POLL)),
         Found::Failed(why) => {
-            let already =
-                current.is_some_and(|s| s.conditions.iter().any(|c| c.reason == "DiscoveryFailed"));
-            if !already {
-                ctx.publish(server, "DiscoveryFailed", why.clone(), true);
-            }
-            not_ready(server, ctx, "DiscoveryFailed", why).await
+            refuse(server, ctx, "DiscoveryFailed", why).await?;
+            Ok(Action::await_change())
         }
         Found::Tools(discovery) => {
-            let offer = match offer(server, &discovery, &bridge_image) {
-                Ok(offer) => offer,
-                Err(e) => return not_ready(server, ctx, "InvalidTemplate", e.to_string()).await,
-            };
-            for tool in &offer.tools {
-                let tool_name = tool.name_any();
-                tools_api
-                    .patch(
-                        &tool_name,
-                        &PatchParams::apply(FIELD_MANAGER).force(),
-                        &Patch::Apply(tool),
-                    )
-                    .await
-                    .map_err(|e| Error::kube(KubeOp::Apply, "McpTool", &tool_name, e))?;
-            }
-            remove_unoffered(&tools_api, &name, &offer.offered).await?;
-            let server_version = discovery
-                .server_info
-                .get("name")
-                .and_then(Value::as_str)
-                .map(
-                    |n| match discovery.server_info.get("version").and_then(Value::as_str) {
-                        Some(v) => format!("{n} {v}"),
-                        None => n.to_owned(),
-                    },
-                );
-            let message = format!(
-                "{} tools offered, {} left out",
-                offer.offered.len(),
-                offer.skipped.len()
-            );
-            ctx.publish(server, "Discovered", message.clone(), false);
-            write_status(
-                server,
-                ctx,
-                McpServerStatus {
-                    conditions: vec![ready(server, "True", "Discovered", message)],
-                    observed_generation: generation,
-                    discovered_at: Some(Time(Timestamp::now())),
-                    server_version,
-                    protocol_version: discovery.protocol_version.clone(),
-                    tool_count: Some(offer.offered.len() as i64),
-                    tools: offer.offered,
-                    skipped: offer.skipped,
-                },
-            )
-            .await?;
-            let background = DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..DeleteParams::default()
-            };
-            match jobs.delete(&job.name_any(), &background).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                Err(e) => return Err(Error::kube(KubeOp::Delete, "Job", job.name_any(), e)),
-            }
+            offer_tools(server, ctx, &tools_api, &discovery, &bridge_image, &uid).await?;
+            // Read: the Job is done with, whether its tools were offered or refused.
+            delete_job(&jobs, &job).await?;
             Ok(Action::await_change())
         }
     }
 }
 
-/// The discovery Job's outcome, from its pod's tool container and log.
-async fn discovery_result(ctx: &Context, namespace: &str, job: &Job) -> Result<Found> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let selector = format!(
-        "{}={}",
-        mcp_task_operator_crds::JOB_NAME_LABEL,
-        job.name_any()
-    );
-    let listed = pods
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|e| Error::kube(KubeOp::List, "Pod", job.name_any(), e))?;
-    let job_uid = job.uid().unwrap_or_default();
-    let pod = listed.items.into_iter().find(|p| {
-        p.owner_references()
-            .iter()
-            .any(|o| o.controller == Some(true) && o.uid == job_uid)
-    });
-    let terminated = pod.as_ref().and_then(|p| {
-        p.status
-            .as_ref()?
-            .container_statuses
-            .as_ref()?
-            .iter()
-            .find(|c| c.name == "tool")?
-            .state
-            .as_ref()?
-            .terminated
-            .clone()
-    });
-    if terminated.is_none() {
-        let failed = job
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c.type_ == "Failed" && c.status == "True")
-                    .map(|c| c.message.clone().unwrap_or_default())
-            });
-        return Ok(match failed {
-            Some(message) => Found::Failed(cut(&format!("The discovery Job failed: {message}"))),
-            None => Found::Running,
-        });
-    }
-    let Some(pod) = pod else {
-        return Ok(Found::Running);
-    };
-    let params = LogParams {
-        container: Some("tool".into()),
-        limit_bytes: Some(MAX_DISCOVERY_LOG_BYTES),
-        ..LogParams::default()
-    };
-    let log = pods
-        .logs(&pod.name_any(), &params)
-        .await
-        .map_err(|e| Error::kube(KubeOp::ReadLogs, "Pod", pod.name_any(), e))?;
-    Ok(parse_discovery(&log))
-}
+/// `Ready` reason once the tools are offered.
+const DISCOVERED: &str = "Discovered";
 
-/// The last contract message of a discovery log: the tool list, or the bridge's error.
-pub(super) fn parse_discovery(log: &str) -> Found {
-    let last = log
-        .lines()
-        .rev()
-        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-        .find(|m| m.get("mcp").is_some());
-    match last {
-        Some(m) if m["mcp"] == "result" => {
-            match serde_json::from_value::<Discovery>(m["result"]["structuredContent"].clone()) {
-                Ok(discovery) => Found::Tools(discovery),
-                Err(e) => Found::Failed(cut(&format!(
-                    "The bridge printed a tool list the operator cannot read: {e}"
-                ))),
-            }
-        }
-        Some(m) if m["mcp"] == "error" => Found::Failed(cut(m["error"]["message"]
-            .as_str()
-            .unwrap_or("The bridge reported an error"))),
-        _ => {
-            let tail: Vec<&str> = log.lines().rev().take(3).collect();
-            Found::Failed(cut(&format!(
-                "The discovery printed no tool list; its last lines: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            )))
-        }
-    }
-}
-
-/// Deletes the server's McpTools that are not in `offered`.
-async fn remove_unoffered(
-    api: &Api<McpTool>,
-    server: &str,
-    offered: &[mcp_task_operator_crds::mcp_server::OfferedTool],
-) -> Result<()> {
-    let listed = api
-        .list(&ListParams::default().labels(&format!("{SERVER_LABEL}={server}")))
-        .await
-        .map_err(|e| Error::kube(KubeOp::List, "McpTool", server, e))?;
-    for tool in listed.items {
-        let name = tool.name_any();
-        if !offered.iter().any(|o| o.mcp_tool == name) {
-            match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                Err(e) => return Err(Error::kube(KubeOp::Delete, "McpTool", name, e)),
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The Job that runs the server once with `--list`, owned by the server.
-fn discovery_job(
+/// Applies the McpTools of `discovery`, or refuses them all (once for the generation: the
+/// same image would list the same tools), and says so in status.
+async fn offer_tools(
     server: &McpServer,
-    name: &str,
-    mut template: k8s_openapi::api::core::v1::PodTemplateSpec,
-) -> Job {
-    if let Some(pod) = template.spec.as_mut() {
-        pod.restart_policy = Some("Never".into());
-        if pod.automount_service_account_token.is_none() {
-            pod.automount_service_account_token = Some(false);
-        }
-    }
-    let mut job = Job {
-        spec: Some(JobSpec {
-            template,
-            backoff_limit: Some(0),
-            active_deadline_seconds: Some(server.spec.discovery_timeout_seconds),
-            ttl_seconds_after_finished: Some(3600),
-            ..JobSpec::default()
-        }),
-        ..Job::default()
+    ctx: &Context,
+    tools_api: &Api<McpTool>,
+    discovery: &Discovery,
+    bridge_image: &str,
+    uid: &str,
+) -> Result<()> {
+    let mut offer = match offer(server, discovery, bridge_image, &ctx.config.mcp_server) {
+        Ok(offer) => offer,
+        Err(refused) => return refuse(server, ctx, refused.reason(), refused.to_string()).await,
     };
-    job.metadata.name = Some(name.to_owned());
-    job.metadata.namespace = server.namespace();
-    job.metadata.labels = Some([(SERVER_LABEL.to_owned(), server.name_any())].into());
-    job.metadata.owner_references = Some(vec![owner(server)]);
-    job
+    apply_tools(tools_api, &server.name_any(), uid, &mut offer).await?;
+    let info = |key| discovery.server_info.get(key).and_then(Value::as_str);
+    let server_version = info("name").map(|n| match info("version") {
+        Some(v) => server_text(&format!("{n} {v}")),
+        None => server_text(n),
+    });
+    let offered = offer.offered.len();
+    let (skipped, message) = summarize(offered, offer.skipped);
+    ctx.publish(server, DISCOVERED, message.clone(), false);
+    let status = McpServerStatus {
+        conditions: vec![ready(server, "True", DISCOVERED, message)],
+        observed_generation: server.metadata.generation,
+        discovered_at: Some(Time(Timestamp::now())),
+        server_version,
+        protocol_version: discovery.protocol_version.as_deref().map(server_text),
+        tool_count: Some(offered as i64),
+        tools: offer.offered,
+        skipped,
+    };
+    write_status(server, ctx, status).await
 }
 
-/// `<server>-discover-<generation>`, at most 63 characters (a Job's pods get a label with its
-/// name). A successful discovery deletes its Job, so a rerun (an offered McpTool went missing)
-/// reuses the name.
-fn discovery_job_name(server: &str, generation: i64) -> String {
-    let suffix = format!("-discover-{generation}");
-    let keep = 63 - suffix.len();
-    let mut base: String = server.chars().take(keep).collect();
-    while base.ends_with('-') {
-        base.pop();
+/// `Ready=False` for `reason`, with a Warning Event the first time.
+async fn refuse(server: &McpServer, ctx: &Context, reason: &str, message: String) -> Result<()> {
+    let already = server
+        .status
+        .as_ref()
+        .is_some_and(|s| ready_reason(s) == Some(reason));
+    if !already {
+        ctx.publish(server, reason, message.clone(), true);
     }
-    format!("{base}{suffix}")
+    write_status(server, ctx, not_ready_status(server, reason, message)).await
 }
 
-fn is_ready(status: &McpServerStatus) -> bool {
+/// Deletes the server's own discovery Job (its UID is the precondition).
+async fn delete_job(jobs: &Api<Job>, job: &Job) -> Result<()> {
+    let params = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        preconditions: Some(Preconditions {
+            uid: job.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match jobs.delete(&job.name_any(), &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(KubeOp::Delete, "Job", job.name_any(), e)),
+    }
+}
+
+fn ready_reason(status: &McpServerStatus) -> Option<&str> {
     status
         .conditions
         .iter()
-        .any(|c| c.type_ == READY_CONDITION && c.status == "True")
+        .find(|c| c.type_ == READY_CONDITION)
+        .map(|c| c.reason.as_str())
 }
 
 fn ready(server: &McpServer, status: &str, reason: &str, message: String) -> Condition {
@@ -384,18 +249,22 @@ fn ready(server: &McpServer, status: &str, reason: &str, message: String) -> Con
     }
 }
 
+/// The server's status with `Ready=False` for `reason`, the rest kept.
+fn not_ready_status(server: &McpServer, reason: &str, message: String) -> McpServerStatus {
+    McpServerStatus {
+        conditions: vec![ready(server, "False", reason, message)],
+        observed_generation: server.metadata.generation,
+        ..server.status.clone().unwrap_or_default()
+    }
+}
+
 async fn not_ready(
     server: &McpServer,
     ctx: &Context,
     reason: &str,
     message: String,
 ) -> Result<Action> {
-    let status = McpServerStatus {
-        conditions: vec![ready(server, "False", reason, message)],
-        observed_generation: server.metadata.generation,
-        ..server.status.clone().unwrap_or_default()
-    };
-    write_status(server, ctx, status).await?;
+    write_status(server, ctx, not_ready_status(server, reason, message)).await?;
     Ok(Action::await_change())
 }
 
@@ -407,38 +276,7 @@ async fn write_status(server: &McpServer, ctx: &Context, status: McpServerStatus
     Ok(())
 }
 
-fn cut(text: &str) -> String {
+/// `text` cut to the longest condition message.
+pub(super) fn cut(text: &str) -> String {
     text.chars().take(MAX_MESSAGE_CHARS).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_message_of_the_log_decides() {
-        let log = "mcp-bridge: server x speaks MCP 2025-11-25\n\
-                   {\"mcp\":\"result\",\"result\":{\"content\":[],\"structuredContent\":{\"protocolVersion\":\"2025-11-25\",\"serverInfo\":{\"name\":\"x\"},\"tools\":[{\"name\":\"t\"}]}}}\n";
-        match parse_discovery(log) {
-            Found::Tools(d) => assert_eq!(d.tools[0]["name"], "t"),
-            _ => panic!("tools"),
-        }
-        let failed = "{\"mcp\":\"error\",\"error\":{\"code\":-32603,\"message\":\"The MCP server exited (exit status: 1) before answering initialize\"}}";
-        match parse_discovery(failed) {
-            Found::Failed(why) => assert!(why.contains("before answering initialize")),
-            _ => panic!("failed"),
-        }
-        match parse_discovery("boom\nno such file\n") {
-            Found::Failed(why) => assert!(why.ends_with("boom | no such file"), "{why}"),
-            _ => panic!("failed"),
-        }
-    }
-
-    #[test]
-    fn job_names_fit_a_label_value() {
-        assert_eq!(discovery_job_name("time", 3), "time-discover-3");
-        let long = discovery_job_name(&"s".repeat(80), 12);
-        assert_eq!(long.len(), 63);
-        assert!(long.ends_with("-discover-12"));
-    }
 }
