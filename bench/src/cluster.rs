@@ -86,7 +86,16 @@ pub async fn create_completed_task_as(
     owner: &str,
     text: &str,
 ) -> Result<String, String> {
-    let task = task_manifest(tool, owner);
+    create_completed_task_with(api, task_manifest(tool, owner), text).await
+}
+
+/// Creates `task` and makes it `completed` at once with a text result `text`, as
+/// [`create_completed_task_as`] does.
+pub async fn create_completed_task_with(
+    api: &Api<McpTask>,
+    task: McpTask,
+    text: &str,
+) -> Result<String, String> {
     let params = PostParams {
         field_manager: Some(BENCH_FIELD_MANAGER.to_owned()),
         ..PostParams::default()

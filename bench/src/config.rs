@@ -6,7 +6,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Sections to run (`MTO_BENCH_SECTIONS`, comma-separated; default all:
-    /// `get,call,life,scale,e2e,bridge`).
+    /// `get,stored,call,life,scale,e2e,bridge`).
     pub sections: Vec<String>,
     /// Recorded time per load point (`MTO_BENCH_SECONDS`, default 4).
     pub load_time: Duration,

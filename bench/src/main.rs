@@ -68,12 +68,13 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         sections: Vec::new(),
     };
     // The sections of `make bench`, in the order they run.
-    for name in ["get", "call", "life", "scale", "e2e", "bridge"] {
+    for name in ["get", "stored", "call", "life", "scale", "e2e", "bridge"] {
         if !config.runs_section(name) {
             continue;
         }
         report.sections.push(match name {
             "get" => measure(config, name, get::section(), get::run).await,
+            "stored" => measure(config, name, get::stored_section(), get::run_stored).await,
             "call" => measure(config, name, call::section(), call::run).await,
             "life" => measure(config, name, life::section(), life::run).await,
             "scale" => measure(config, name, scale::section(), scale::run).await,

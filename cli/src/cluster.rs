@@ -11,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::mcp_tool::TOOL_CONTAINER_NAME;
-use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask};
+use mcp_task_operator_crds::{JOB_NAME_LABEL, McpTask, RawJson};
 use serde_json::Value;
 
 use crate::Error;
@@ -145,7 +145,7 @@ impl Cluster {
         line("Updated:", &time(task.last_updated_at()));
         line("Expires:", &time(task.expires_at()));
         line("Job:", status.job_name.as_deref().unwrap_or(""));
-        let arguments = task.spec.arguments.clone().map(Value::Object);
+        let arguments = task.spec.arguments.as_ref().map(RawJson::to_value);
         line("Arguments:", &compact(arguments.as_ref()));
         let outstanding = task.outstanding_input_requests();
         if !outstanding.is_empty() {
@@ -153,7 +153,7 @@ impl Cluster {
             line("Waiting for:", &keys.join(", "));
         }
         if let Some(result) = status.result {
-            line("Result:", &result_text(&Value::Object(result)));
+            line("Result:", &result_text(&result.to_value()));
         }
         if let Some(error) = status.error {
             line("Error:", &format!("{} {}", error.code, error.message));

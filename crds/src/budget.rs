@@ -84,6 +84,7 @@ mod tests {
     use serde_json::{Map, json};
 
     use super::*;
+    use crate::RawJson;
 
     #[test]
     fn small_error_data_is_kept_as_it_is() {
@@ -113,7 +114,10 @@ mod tests {
             "t",
             McpTaskSpec {
                 tool: "x".into(),
-                arguments: Some(Map::from_iter([("a".into(), json!("b".repeat(1000)))])),
+                arguments: Some(RawJson::from(Map::from_iter([(
+                    "a".into(),
+                    json!("b".repeat(1000)),
+                )]))),
                 owner: "o".into(),
                 ttl_ms: None,
                 poll_interval_ms: None,

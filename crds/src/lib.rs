@@ -10,6 +10,7 @@ pub mod generate;
 pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
+pub mod raw_json;
 mod schema;
 pub mod start_input;
 pub mod task_id;
@@ -22,6 +23,7 @@ pub use mcp_task::{
     CANCEL_REQUESTED_ANNOTATION, McpTask, McpTaskSpec, McpTaskStatus, TRACEPARENT_ANNOTATION,
 };
 pub use mcp_tool::{McpTool, McpToolSpec, McpToolStatus, TaskSupport, ToolAnnotations};
+pub use raw_json::RawJson;
 pub use start_input::{ElicitationMode, ElicitationParams, StartInput, StartInputMethod};
 pub use task_status::{TaskError, TaskStatus};
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
-    schema,
+    RawJson, schema,
     task_status::{TaskError, TaskStatus},
 };
 
@@ -90,9 +90,10 @@ pub struct McpTaskSpec {
 
     /// Arguments of the call, a JSON object valid against the tool's inputSchema. Set at
     /// creation; the container reads them from MCP_TOOL_ARGUMENTS.
+    // NB: held as text, not a tree: every front end and the operator cache every task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::any_object")]
-    pub arguments: Option<Map<String, Value>>,
+    pub arguments: Option<RawJson>,
 
     /// The authenticated caller that created the task; only this caller may read, update or
     /// cancel it through MCP. Immutable.
@@ -125,14 +126,14 @@ pub struct McpTaskSpec {
     /// startInputs. The container reads them from MCP_START_INPUTS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::map_of_objects")]
-    pub start_input_responses: Option<BTreeMap<String, Value>>,
+    pub start_input_responses: Option<BTreeMap<String, RawJson>>,
 
     /// The client's answers to status.inputRequests (MCP InputResponses, e.g. ElicitResult
     /// objects), keyed like the requests. The only field that changes after creation: the
     /// front end merges in each tasks/update.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::map_of_objects")]
-    pub input_responses: Option<BTreeMap<String, Value>>,
+    pub input_responses: Option<BTreeMap<String, RawJson>>,
 }
 
 /// The task's progress as the operator last observed it.
@@ -177,7 +178,7 @@ pub struct McpTaskStatus {
     /// The tool's result (an MCP CallToolResult) when the status is completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::any_object")]
-    pub result: Option<Map<String, Value>>,
+    pub result: Option<RawJson>,
 
     /// The JSON-RPC error when the status is failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -20,7 +20,7 @@ use k8s_openapi::jiff::{Timestamp, fmt::strtime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{McpTask, TaskError, TaskStatus};
+use crate::{McpTask, RawJson, TaskError, TaskStatus};
 
 /// Reads `crds/tests/fixtures/wire/<name>` for a test of any crate of this workspace, from the
 /// checkout whose tests run: `cargo test` sets `CARGO_MANIFEST_DIR` at run time to the member
@@ -228,8 +228,9 @@ fn wire_status(mcp_task: &McpTask) -> TaskStatus {
 
 /// A stored `CallToolResult` as it is inlined: with `resultType: complete` and `content`, and
 /// without the legacy related-task `_meta` key.
-fn inline_result(result: &Map<String, Value>) -> Map<String, Value> {
-    let mut inlined = result.clone();
+fn inline_result(result: &RawJson) -> Map<String, Value> {
+    // The schema keeps `status.result` an object.
+    let mut inlined = result.to_map().unwrap_or_default();
     inlined.insert("resultType".to_string(), Value::from("complete"));
     inlined
         .entry("content")

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::{McpTask, McpTool};
+use mcp_task_operator_crds::{McpTask, McpTool, RawJson};
 use serde_json::{Value, json};
 
 use crate::status_writer::{STATUS_FIELD_MANAGER, Script, StatusWriter, Step};
@@ -108,12 +108,16 @@ pub fn elicitation(message: &str, property: &str, kind: &str) -> Value {
     })
 }
 
-fn argument<'a>(task: &'a McpTask, name: &str) -> Option<&'a Value> {
-    task.spec.arguments.as_ref()?.get(name)
+fn argument(task: &McpTask, name: &str) -> Option<Value> {
+    task.spec.arguments.as_ref()?.member(name)
 }
 
-fn answer<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
-    task.spec.input_responses.as_ref()?.get(key)
+fn answer(task: &McpTask, key: &str) -> Option<Value> {
+    task.spec
+        .input_responses
+        .as_ref()?
+        .get(key)
+        .map(RawJson::to_value)
 }
 
 /// The conformance suite's fixture tools, as `examples/conformance/conformance-tools.sh`
@@ -123,15 +127,14 @@ pub fn fixture_script() -> Script {
         let cancel = task.is_cancel_requested();
         let text = |name: &str| {
             argument(task, name)
-                .and_then(Value::as_str)
+                .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default()
-                .to_owned()
         };
         match task.spec.tool.as_str() {
             "greet" => Step::completed(&format!("Hello, {}!", text("name")), false),
             "slow_compute" => {
                 let seconds = argument(task, "seconds")
-                    .and_then(Value::as_f64)
+                    .and_then(|v| v.as_f64())
                     .unwrap_or(0.0);
                 if cancel {
                     Step::cancelled()
@@ -220,13 +223,13 @@ pub fn fixture_script() -> Script {
 
 /// The name the caller gave in the `user_name` input response the task started with, else
 /// `default`.
-fn user_name<'a>(task: &'a McpTask, default: &'a str) -> &'a str {
+fn user_name(task: &McpTask, default: &str) -> String {
     task.spec
         .start_input_responses
         .as_ref()
         .and_then(|r| r.get("user_name"))
-        .and_then(|r| r["content"]["name"].as_str())
-        .unwrap_or(default)
+        .and_then(|r| r.to_value()["content"]["name"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// A 1x1 red PNG.
@@ -282,7 +285,7 @@ fn core_fixture_step(task: &McpTask, cancel: bool) -> Step {
         "test_custom_headers" => Step::completed(
             &format!(
                 "Region: {}",
-                argument(task, "region").unwrap_or(&Value::Null)
+                argument(task, "region").unwrap_or(Value::Null)
             ),
             false,
         ),

@@ -15,7 +15,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
-use mcp_task_operator_crds::{McpTask, TaskStatus};
+use mcp_task_operator_crds::{McpTask, RawJson, TaskStatus};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -150,7 +150,7 @@ async fn play(api: &Api<McpTask>, script: &Script, task: &McpTask) {
     let same = current.is_some_and(|s| {
         s.status == step.status
             && s.status_message == step.message
-            && s.result.clone().map(Value::Object) == step.result
+            && s.result.as_ref().map(RawJson::to_value) == step.result
             && s.error
                 .as_ref()
                 .map(|e| serde_json::to_value(e).unwrap_or_default())

@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::budget::{MAX_SPEC_INPUT_BYTES, spec_input_bytes};
 use mcp_task_operator_crds::wire::input_request_allowed;
 use mcp_task_operator_crds::{
-    McpTask, McpTaskSpec, TRACEPARENT_ANNOTATION, TaskStatus, TaskSupport, task_id,
+    McpTask, McpTaskSpec, RawJson, TRACEPARENT_ANNOTATION, TaskStatus, TaskSupport, task_id,
 };
 use mcp_task_operator_telemetry::TraceParent;
 use rmcp::model::{
@@ -235,12 +235,17 @@ fn new_task_object(
         &task_id::generate(),
         McpTaskSpec {
             tool: entry.name().to_owned(),
-            arguments: Some(arguments),
+            arguments: Some(RawJson::from(arguments)),
             owner: caller.as_str().to_owned(),
             ttl_ms: entry.ttl_ms,
             poll_interval_ms: Some(entry.poll_interval_ms),
             client_capabilities,
-            start_input_responses,
+            start_input_responses: start_input_responses.map(|responses| {
+                responses
+                    .into_iter()
+                    .map(|(key, answer)| (key, RawJson::from(answer)))
+                    .collect()
+            }),
             input_responses: None,
         },
     );
@@ -471,13 +476,15 @@ mod tests {
         let text = |n: usize| json!("x".repeat(n));
         McpTaskSpec {
             tool: "t".into(),
-            arguments: json!({"a": text(arguments)}).as_object().cloned(),
+            arguments: json!({"a": text(arguments)})
+                .as_object()
+                .map(RawJson::from_map),
             owner: "o".into(),
             ttl_ms: None,
             poll_interval_ms: None,
             client_capabilities: None,
             start_input_responses: None,
-            input_responses: Some(BTreeMap::from([("k".to_owned(), text(answers))])),
+            input_responses: Some(BTreeMap::from([("k".to_owned(), text(answers).into())])),
         }
     }
 

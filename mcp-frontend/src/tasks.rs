@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
-use mcp_task_operator_crds::{McpTask, task_id};
+use mcp_task_operator_crds::{McpTask, RawJson, task_id};
 use rmcp::model::{GetTaskResult, InputResponses};
 use serde_json::Value;
 
@@ -127,7 +127,7 @@ pub async fn update_task(
         // All answers travel in one pod annotation: bound what the task would hold after the
         // merge, before anything is written.
         let mut merged = task.spec.input_responses.clone().unwrap_or_default();
-        merged.extend(accepted.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(accepted.iter().map(|(k, v)| (k.clone(), RawJson::from(v))));
         let bytes = bounds::annotation_value_bytes(&merged);
         let limit = state.config.limits.max_input_responses_bytes;
         if bytes > limit {

@@ -172,7 +172,7 @@ mod tests {
         assert!(unanswerable_answers(&declared).is_empty());
         let mut answered = asking(json!({}), json!({"go": form("Go?")}));
         answered.spec.input_responses =
-            Some([("go".to_owned(), json!({"action": "accept"}))].into());
+            Some([("go".to_owned(), json!({"action": "accept"}).into())].into());
         assert!(unanswerable_answers(&answered).is_empty());
     }
 

@@ -94,7 +94,7 @@ async fn real_mcp_servers_become_task_tools_that_report_progress_ask_and_stop() 
         answer(&client, &ns, &name, json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada", "check": true}}})).await;
         let done = wait_terminal(&client, &ns, &name).await;
         assert_eq!(done.task_status(), TaskStatus::Completed, "{:?}", done.status);
-        let text = done.status.as_ref().and_then(|s| s.result.clone()).map(|r| r["content"].to_string()).unwrap_or_default();
+        let text = done.status.as_ref().and_then(|s| s.result.as_ref()).map(|r| r.to_value()["content"].to_string()).unwrap_or_default();
         assert!(text.contains("Name: Ada"), "{text}");
 
         // Cancel: the bridge tells the server, which ignores it; the task still ends cancelled.
@@ -112,11 +112,11 @@ async fn real_mcp_servers_become_task_tools_that_report_progress_ask_and_stop() 
         let args = json!({"source_timezone": "Europe/Paris", "time": "14:30", "target_timezone": "Asia/Tokyo"});
         let task = create_task(&client, &ns, "time_convert_time", args).await;
         let done = wait_task(&client, &ns, task.metadata.name.as_deref().expect("name"), Duration::from_secs(180), |t| t.is_terminal()).await;
-        let result = done.status.as_ref().and_then(|s| s.result.clone()).expect("a result");
+        let result = done.status.as_ref().and_then(|s| s.result.as_ref()).expect("a result").to_value();
         assert_eq!(result["structuredContent"]["time_difference"], "+8.0h", "{result:?}");
         let task = create_task(&client, &ns, "time_get_current_time", json!({"timezone": "Mars/Olympus"})).await;
         let done = wait_status(&client, &ns, task.metadata.name.as_deref().expect("name"), TaskStatus::Completed).await;
-        let result = done.status.as_ref().and_then(|s| s.result.clone()).expect("a result");
+        let result = done.status.as_ref().and_then(|s| s.result.as_ref()).expect("a result").to_value();
         assert_eq!(result["isError"], true, "{result:?}");
 
         // The discovery Jobs are gone once their tools are offered.

@@ -78,8 +78,8 @@ async fn call(client: &Client, ns: &str, tool: &str, arguments: Value) -> McpTas
 fn result(task: &McpTask) -> Value {
     task.status
         .as_ref()
-        .and_then(|s| s.result.clone())
-        .map(Value::Object)
+        .and_then(|s| s.result.as_ref())
+        .map(mcp_task_operator_crds::RawJson::to_value)
         .unwrap_or_else(|| panic!("no result: {:?}", task.status))
 }
 

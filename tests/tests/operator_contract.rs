@@ -36,7 +36,7 @@ async fn a_result_message_completes_the_task_with_that_result() {
         assert_eq!(result_text(&done), "Computed quick in 1 s");
         assert!(!result_is_error(&done));
         assert_eq!(
-            status.result.as_ref().expect("result")["structuredContent"],
+            status.result.as_ref().expect("result").to_value()["structuredContent"],
             json!({"label": "quick", "seconds": 1})
         );
         assert_eq!(status.job_name.as_deref(), Some(name.as_str()));
@@ -89,7 +89,7 @@ async fn a_rust_tool_reports_status_lines_asks_for_input_and_returns_its_result(
         let done = wait_completed(&client, &ns, &name).await;
         assert_eq!(result_text(&done), "rust-tool did 4 steps");
         let result = done.status.as_ref().and_then(|s| s.result.clone());
-        let structured = &result.expect("result")["structuredContent"];
+        let structured = &result.expect("result").to_value()["structuredContent"];
         assert_eq!(
             structured["answer"], response,
             "the container saw the answer"

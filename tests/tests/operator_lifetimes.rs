@@ -214,7 +214,7 @@ async fn a_task_recreated_under_a_deleted_tasks_name_waits_for_its_job_then_runs
         };
         second.spec.arguments = json!({"seconds": 1, "label": "second"})
             .as_object()
-            .cloned();
+            .map(mcp_task_operator_crds::RawJson::from_map);
         second.status = None;
         let second = tasks
             .create(&PostParams::default(), &second)

@@ -58,7 +58,7 @@ async fn arguments_reach_the_tool_exactly_as_sent_and_never_expand_its_env() {
         assert_eq!(done.task_status(), TaskStatus::Completed, "{done:?}");
         let result = done.status.as_ref().and_then(|s| s.result.clone());
         assert_eq!(
-            result.expect("a result")["structuredContent"],
+            result.expect("a result").to_value()["structuredContent"],
             arguments,
             "the container received the arguments as sent"
         );

@@ -71,6 +71,18 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
     Ok(())
 }
 
+/// The `stored` section: what a stored task with the largest arguments costs the front end
+/// and the operator (`MTO_BENCH_SECTIONS=stored` runs it alone).
+pub fn stored_section() -> Section {
+    Section::new("1e. memory per stored task", &[])
+}
+
+/// Runs the `stored` section.
+pub async fn run_stored(bench: Bench<'_>, section: &mut Section) -> Result<(), String> {
+    section.tables.push(memory::measure_stored(&bench).await?);
+    Ok(())
+}
+
 async fn measure(bench: &Bench<'_>, stack: &Stack, section: &mut Section) -> Result<(), String> {
     let config = bench.config;
     let (rounds, window) = (config.rounds, config.window);

@@ -229,8 +229,12 @@ impl Runs<'_> {
                     .status
                     .as_ref()
                     .and_then(|s| s.result.as_ref())
-                    .and_then(|r| r["structuredContent"]["printedAt"].as_str())
-                    .and_then(|at| at.parse::<f64>().ok())
+                    .and_then(|r| {
+                        r.to_value()["structuredContent"]["printedAt"]
+                            .as_str()?
+                            .parse::<f64>()
+                            .ok()
+                    })
                     .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
                     .ok_or_else(|| format!("task {name}'s result has no printedAt"))?;
                 samples.result.push(since(printed, seen));

@@ -122,7 +122,7 @@ fn outstanding_input_requests_skip_answered_keys_and_other_statuses() {
         ..McpTaskStatus::default()
     });
     assert_eq!(task.outstanding_input_requests().len(), 2);
-    task.spec.input_responses = Some([("a".into(), json!({"action": "accept"}))].into());
+    task.spec.input_responses = Some([("a".into(), json!({"action": "accept"}).into())].into());
     let keys: Vec<&str> = task.outstanding_input_requests().into_keys().collect();
     assert_eq!(keys, ["b"]);
     if let Some(status) = task.status.as_mut() {

@@ -149,9 +149,14 @@ fn result_type_complete_overrides_and_related_task_meta_is_removed() {
     assert!(get["result"].get("_meta").is_none());
     let mut task = task("completed");
     let status = task.status.as_mut().expect("status");
-    let result = status.result.as_mut().expect("result");
+    let mut result = status
+        .result
+        .as_ref()
+        .and_then(RawJson::to_map)
+        .expect("result");
     result.insert("resultType".into(), json!("task"));
     result.remove("content");
+    status.result = Some(RawJson::from(result));
     let get = get_result(&task);
     assert_eq!(get["result"]["resultType"], "complete");
     assert_eq!(get["result"]["content"], json!([]));

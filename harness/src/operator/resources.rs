@@ -283,21 +283,20 @@ pub fn failure_reason(task: &McpTask) -> String {
 /// The first text content of a completed task's result.
 pub fn result_text(task: &McpTask) -> String {
     result_field(task, "content")
-        .and_then(|c| c[0]["text"].as_str())
+        .and_then(|c| c[0]["text"].as_str().map(str::to_owned))
         .unwrap_or_default()
-        .to_owned()
 }
 
 /// Whether a completed task's result says `isError: true`.
 pub fn result_is_error(task: &McpTask) -> bool {
     result_field(task, "isError")
-        .and_then(Value::as_bool)
+        .and_then(|v| v.as_bool())
         .unwrap_or(false)
 }
 
 /// The field `key` of a completed task's result.
-fn result_field<'a>(task: &'a McpTask, key: &str) -> Option<&'a Value> {
-    task.status.as_ref()?.result.as_ref()?.get(key)
+fn result_field(task: &McpTask, key: &str) -> Option<Value> {
+    task.status.as_ref()?.result.as_ref()?.member(key)
 }
 
 /// The task's `statusMessage`.

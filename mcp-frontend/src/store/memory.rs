@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask};
+use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, RawJson};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -172,7 +172,7 @@ impl TaskStore for MemoryStore {
             task.spec
                 .input_responses
                 .get_or_insert_default()
-                .extend(responses);
+                .extend(responses.into_iter().map(|(k, v)| (k, RawJson::from(v))));
         });
         Box::pin(async { Ok(()) })
     }

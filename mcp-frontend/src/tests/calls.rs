@@ -54,7 +54,8 @@ async fn declaring_call_returns_a_flat_create_task_result_readable_at_once() {
     assert!(task_id::is_valid(id));
     let stored = store.peek(id).unwrap();
     assert_eq!(stored.spec.owner, anonymous());
-    assert_eq!(stored.spec.arguments.as_ref().unwrap()["seconds"], 5);
+    let arguments = stored.spec.arguments.as_ref().unwrap().to_value();
+    assert_eq!(arguments["seconds"], 5);
     let (status, got) = get_task(&state, id).await;
     assert_eq!(status, StatusCode::OK, "{got}");
     assert_eq!(got["result"]["status"], "working");
@@ -187,7 +188,7 @@ async fn start_inputs_are_asked_first_then_the_task_is_created() {
         .peek(second["result"]["taskId"].as_str().unwrap())
         .unwrap();
     assert_eq!(
-        stored.spec.start_input_responses.as_ref().unwrap()["confirm"]["content"]["confirm"],
+        stored.spec.start_input_responses.as_ref().unwrap()["confirm"].to_value()["content"]["confirm"],
         true
     );
 

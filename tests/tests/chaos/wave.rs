@@ -247,7 +247,7 @@ impl Suite {
             .await
             .expect("list tasks");
         let probes = list.items.iter().filter(|t| {
-            t.spec.arguments.as_ref().and_then(|a| a.get("label")) == Some(&json!("probe"))
+            t.spec.arguments.as_ref().and_then(|a| a.member("label")) == Some(json!("probe"))
         });
         let orphans: Vec<&McpTask> = list
             .items

@@ -151,9 +151,12 @@ fn on_task(seen: &mut Seen, task: &McpTask) {
         .and_then(|s| {
             s.result
                 .as_ref()
-                .and_then(|r| r.get("content")?.pointer("/0/text"))
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
+                .and_then(|r| {
+                    r.member("content")?
+                        .pointer("/0/text")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                })
                 .or_else(|| s.status_message.clone())
         })
         .unwrap_or_default();

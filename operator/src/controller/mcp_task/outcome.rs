@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskError, TaskStatus};
+use mcp_task_operator_crds::{
+    CANCEL_REQUESTED_ANNOTATION, McpTask, RawJson, TaskError, TaskStatus,
+};
 use serde_json::{Map, Value, json};
 
 use super::observe::{FailureReason, Workload};
@@ -25,7 +27,7 @@ pub struct Observation<'a> {
     /// What the tool printed so far (all of it once the container has exited).
     pub progress: &'a Progress,
     /// The client's answers (`spec.inputResponses`), by key.
-    pub answers: Option<&'a BTreeMap<String, Value>>,
+    pub answers: Option<&'a BTreeMap<String, RawJson>>,
     /// When cancellation was requested, if it was.
     pub cancel_requested_at: Option<Timestamp>,
     /// How long a running tool may take to stop after a cancel request.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::budget::{MAX_TASK_BYTES, task_bytes_with_status};
-use mcp_task_operator_crds::{McpTask, McpTaskStatus, TaskStatus};
+use mcp_task_operator_crds::{McpTask, McpTaskStatus, RawJson, TaskStatus};
 
 use super::condition::with_succeeded;
 use super::follow::Checkpoint;
@@ -70,7 +70,7 @@ pub fn next_status(
         }
         Outcome::Completed { message, result } => {
             next.status_message = message.clone();
-            next.result = Some(result.clone());
+            next.result = Some(RawJson::from(result));
         }
         Outcome::Failed { message, error } => {
             next.status_message = Some(message.clone());

@@ -232,11 +232,11 @@ fn answers_reach_env_and_annotations() {
     let mut task = task();
     task.spec.start_input_responses = Some(BTreeMap::from([(
         "confirm".into(),
-        json!({"action": "accept"}),
+        json!({"action": "accept"}).into(),
     )]));
     task.spec.input_responses = Some(BTreeMap::from([(
         "q1".into(),
-        json!({"action": "decline"}),
+        json!({"action": "decline"}).into(),
     )]));
     task.metadata.annotations = Some(BTreeMap::from([(
         CANCEL_REQUESTED_ANNOTATION.into(),
@@ -271,7 +271,7 @@ fn task_without_arguments_gets_an_empty_object() {
 fn caller_data_in_env_is_escaped_so_the_kubelet_expands_nothing() {
     let mut task = task();
     task.spec.arguments = Some(serde_json::from_value(json!({"name": "$(SECRET) a$$b"})).unwrap());
-    task.spec.start_input_responses = Some(BTreeMap::from([("k".into(), json!("$(HOME)"))]));
+    task.spec.start_input_responses = Some(BTreeMap::from([("k".into(), json!("$(HOME)").into())]));
     let job = build_job(&task, &tool(), &config()).unwrap();
     let env = env_of(&pod_spec(&job).containers[0]);
     // The kubelet turns "$$" back into "$": the container sees the JSON as sent.

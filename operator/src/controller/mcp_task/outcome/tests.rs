@@ -250,14 +250,17 @@ fn input_message_requires_input_until_every_key_is_answered() {
     assert_eq!(message, "Waiting for input");
     assert_eq!(requests.keys().collect::<Vec<_>>(), ["a", "b"]);
 
-    let partial = BTreeMap::from([("a".to_owned(), json!({"action": "accept"}))]);
+    let partial = BTreeMap::from([("a".to_owned(), json!({"action": "accept"}).into())]);
     o.answers = Some(&partial);
     let Outcome::InputRequired { requests, .. } = decide(&o).outcome else {
         panic!("expected input_required")
     };
     assert_eq!(requests.keys().collect::<Vec<_>>(), ["b"]);
 
-    let all = BTreeMap::from([("a".to_owned(), json!({})), ("b".to_owned(), json!({}))]);
+    let all = BTreeMap::from([
+        ("a".to_owned(), json!({}).into()),
+        ("b".to_owned(), json!({}).into()),
+    ]);
     o.answers = Some(&all);
     assert_eq!(
         decide(&o).outcome,

@@ -6,7 +6,7 @@ use super::*;
 async fn answers_too_large_for_the_pod_fail_the_task_after_the_cancel_reached_it() {
     let mut task = live_task();
     let big = "x".repeat(300 * 1024);
-    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"text": big}))]));
+    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"text": big}).into())]));
     let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
     // No PATCH of the pod: the answers cannot fit, and the cancel is already there.
     let calls = [job_and_pods(job_json(), pods), stop_and_write(&task)].concat();

@@ -7,7 +7,10 @@ use crate::controller::mcp_task::follow::LOGS_PENDING;
 #[tokio::test]
 async fn answers_reach_the_running_pods_annotations() {
     let mut task = live_task();
-    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
+    task.spec.input_responses = Some(BTreeMap::from([(
+        "q".into(),
+        json!({"action": "accept"}).into(),
+    )]));
     // The answers are not on the pod yet.
     let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
     let mut calls = job_and_pods(job_json(), pods.clone());
@@ -109,7 +112,10 @@ async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
 #[tokio::test]
 async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() {
     let mut task = live_task();
-    task.spec.input_responses = Some(BTreeMap::from([("q".into(), json!({"action": "accept"}))]));
+    task.spec.input_responses = Some(BTreeMap::from([(
+        "q".into(),
+        json!({"action": "accept"}).into(),
+    )]));
     let mut pods = pod_list("Running", json!({"running": {}}), json!({}));
     pods["items"][0]["metadata"]["ownerReferences"] = json!([]);
     // No PATCH of the pod and no log read: the task waits for its own Job's pod.
