@@ -18,7 +18,7 @@ use mcp_task_operator_harness::mcp_servers::{
     start_operator,
 };
 use mcp_task_operator_harness::operator::{BUSYBOX_IMAGE, Operator, create_tool, shell_tool};
-use mcp_task_operator_harness::{ensure_crds, kubectl_ok, wait_for, with_temp_ns};
+use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
 
@@ -75,7 +75,28 @@ async fn create_settled(client: &Client, ns: &str, server: Value) -> McpServer {
 async fn settled(servers: &Api<McpServer>, name: &str) -> McpServer {
     let done =
         |s: Option<&McpServer>| ready(s).is_some_and(|(_, reason, _)| reason != "Discovering");
-    wait_for(servers, name, done, DISCOVERY_WAIT).await
+    poll(servers, name, done).await
+}
+
+/// Reads the McpServer `name` every 500 ms until `done` holds, for at most [`DISCOVERY_WAIT`]
+/// (reads, not a watch: under load the API server may expire a watch's resourceVersion).
+async fn poll(
+    servers: &Api<McpServer>,
+    name: &str,
+    done: impl Fn(Option<&McpServer>) -> bool,
+) -> McpServer {
+    let started = std::time::Instant::now();
+    loop {
+        let server = servers.get_opt(name).await.expect("read the McpServer");
+        if done(server.as_ref()) {
+            return server.expect("the McpServer exists");
+        }
+        assert!(
+            started.elapsed() < DISCOVERY_WAIT,
+            "McpServer {name} never got there: {server:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// The server's `Ready` condition: status, reason, message.
@@ -162,10 +183,24 @@ async fn an_mcp_tool_the_server_did_not_create_is_left_alone_and_reported() {
             .get("srv-write-file")
             .await
             .expect("the offered McpTool");
-        assert_eq!(
-            mine.owner_references()[0].uid,
-            server.metadata.uid.expect("uid")
-        );
+        let server_uid = server.metadata.uid.expect("uid");
+        assert_eq!(mine.owner_references()[0].uid, server_uid);
+
+        // Once their McpTool is gone, the server offers `work` under that name as its own.
+        tools
+            .delete("srv-work", &DeleteParams::default())
+            .await
+            .expect("delete their McpTool");
+        let servers: Api<McpServer> = Api::namespaced(client.clone(), &ns);
+        let offers_work = |s: Option<&McpServer>| {
+            s.and_then(|s| s.status.as_ref()).is_some_and(|st| {
+                st.skipped.is_empty() && st.tools.iter().any(|t| t.name == "work")
+            }) && ready(s).is_some_and(|(status, _, _)| status == "True")
+        };
+        poll(&servers, "srv", offers_work).await;
+        let work = tools.get("srv-work").await.expect("the server's McpTool");
+        assert_eq!(work.owner_references()[0].uid, server_uid);
+        assert_eq!(work.spec.name.as_deref(), Some("work"));
     })
     .await;
 }
@@ -208,7 +243,7 @@ async fn a_job_named_like_the_discovery_but_not_the_servers_is_never_read_nor_de
         jobs.delete("srv-discover-1", &DeleteParams::background()).await.expect("delete their Job");
         let servers: Api<McpServer> = Api::namespaced(client.clone(), &ns);
         let ready_now = |s: Option<&McpServer>| ready(s).is_some_and(|(status, _, _)| status == "True");
-        let server = wait_for(&servers, "srv", ready_now, DISCOVERY_WAIT).await;
+        let server = poll(&servers, "srv", ready_now).await;
         let names: Vec<String> = server.status.expect("status").tools.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["work", "write-file"]);
         let mut made = tools_of(&client, &ns, "srv").await;

@@ -10,9 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use mcp_task_operator_crds::McpTool;
+use mcp_task_operator_crds::mcp_server::McpServerStatus;
 
 use super::limits::skip;
-use super::offer::{Offer, SERVER_LABEL};
+use super::offer::{Offer, SERVER_LABEL, tool_object_name};
 use crate::FIELD_MANAGER;
 use crate::error::{Error, KubeOp, Result};
 
@@ -26,6 +27,39 @@ pub fn controlled_by(owners: &[OwnerReference], uid: &str) -> bool {
 /// The reason a tool is left out when its McpTool's name is taken.
 pub fn not_owned(kind: &str, name: &str) -> String {
     format!("{kind} {name} exists and is not owned by this server")
+}
+
+/// The McpTool names that `status` reports as taken by McpTools the server `server` does not
+/// control.
+pub fn blocked_names(server: &str, status: &McpServerStatus) -> BTreeSet<String> {
+    status
+        .skipped
+        .iter()
+        .map(|s| tool_object_name(server, &s.name))
+        .filter(|object| {
+            let reason = not_owned("McpTool", object);
+            status.skipped.iter().any(|s| s.reason == reason)
+        })
+        .collect()
+}
+
+/// The names of the namespace's McpTools that the server (named `name`, of UID `uid`) does not
+/// control.
+pub async fn taken_by_others(
+    api: &Api<McpTool>,
+    name: &str,
+    uid: &str,
+) -> Result<BTreeSet<String>> {
+    let listed = api
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(|e| Error::kube(KubeOp::List, "McpTool", name, e))?;
+    Ok(listed
+        .items
+        .iter()
+        .filter(|m| !controlled_by(m.owner_references(), uid))
+        .map(ResourceExt::name_any)
+        .collect())
 }
 
 /// The namespace's McpTools by name: `Some(uid)` for those the server controls, `None` for
@@ -187,6 +221,22 @@ mod tests {
             offer.skipped[0].reason,
             "McpTool srv-work exists and is not owned by this server"
         );
+    }
+
+    #[test]
+    fn the_names_reported_taken_are_found_again_from_the_status() {
+        let status = McpServerStatus {
+            skipped: vec![
+                skip("work", &not_owned("McpTool", "srv-work")),
+                skip("other", "not in spec.tools"),
+            ],
+            ..McpServerStatus::default()
+        };
+        assert_eq!(
+            blocked_names("srv", &status),
+            ["srv-work".to_owned()].into()
+        );
+        assert!(blocked_names("srv", &McpServerStatus::default()).is_empty());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use mcp_task_operator_crds::{McpServer, McpTool};
 use serde_json::Value;
 use tracing::instrument;
 
-use super::apply::{apply_tools, controlled_by, not_owned};
+use super::apply::{apply_tools, blocked_names, controlled_by, not_owned, taken_by_others};
 use super::bridged::{Mode, bridged};
 use super::discovery::{Found, discovery_job, discovery_job_name, discovery_result};
 use super::limits::{INVALID_TEMPLATE, is_settled_refusal, server_text, summarize};
@@ -37,9 +37,10 @@ use crate::policy::check_job;
 pub const CONTROLLER: &str = "mcpserver";
 /// How often a running discovery is looked at.
 const DISCOVERY_POLL: Duration = Duration::from_secs(2);
-/// How often a server whose discovery Job name is taken looks again: the controller watches
-/// only the Jobs servers own, so that Job's deletion reaches it by this poll.
-const FOREIGN_JOB_POLL: Duration = Duration::from_secs(20);
+/// How often a server whose discovery Job name, or an McpTool name, is taken looks again: the
+/// controller watches only the objects servers own, so that object's deletion reaches it by
+/// this poll.
+const FOREIGN_POLL: Duration = Duration::from_secs(20);
 /// `Ready` reason while the discovery Job's name is taken by a Job the server does not own.
 const JOB_NOT_OWNED: &str = "DiscoveryJobNotOwned";
 /// Longest condition message.
@@ -92,7 +93,16 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
             .map(ResourceExt::name_any)
             .collect();
         if status.tools.iter().all(|t| ours.contains(&t.mcp_tool)) {
-            return Ok(Action::await_change());
+            // A tool left out because another McpTool has its name is offered once that
+            // McpTool is gone: the discovery runs again then.
+            let blocked = blocked_names(&name, status);
+            if blocked.is_empty() {
+                return Ok(Action::await_change());
+            }
+            let taken = taken_by_others(&tools_api, &name, &uid).await?;
+            if blocked.is_subset(&taken) {
+                return Ok(Action::requeue(FOREIGN_POLL));
+            }
         }
     }
     let template = match bridged(server, &bridge_image, Mode::Discover) {
@@ -134,10 +144,10 @@ async fn reconcile_server(server: &McpServer, ctx: &Context) -> Result<Action> {
         let message = format!(
             "{}: delete it (the server looks again every {} s)",
             not_owned("Job", &job_name),
-            FOREIGN_JOB_POLL.as_secs()
+            FOREIGN_POLL.as_secs()
         );
         refuse(server, ctx, JOB_NOT_OWNED, message).await?;
-        return Ok(Action::requeue(FOREIGN_JOB_POLL));
+        return Ok(Action::requeue(FOREIGN_POLL));
     }
     match discovery_result(ctx, &namespace, &job).await? {
         Found::Running => Ok(Action::requeue(DISCOVERY_POLL)),
