@@ -293,7 +293,7 @@ fn print_result(result: &Value) -> ExitCode {
     }
 }
 
-/// The keys of `answers` (the tool's input request keys), each on one line.
+/// The keys of `answers` (the tool's input request keys), comma-separated, each inert on one line.
 fn answers_keys(answers: &std::collections::BTreeMap<String, Value>) -> String {
     let keys: Vec<_> = answers.keys().map(|k| inert_line(k)).collect();
     keys.join(", ")

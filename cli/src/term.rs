@@ -2,7 +2,7 @@
 //! that came from a tool, a server or the cluster is printed inert. An escape sequence in a
 //! tool's output could otherwise clear the screen, move the cursor over the question being
 //! answered, hide text, or show one URL while linking another (OSC 8); bidi controls could
-//! reorder what is read (https://trojansource.codes/). See docs/SECURITY.md, "Terminals".
+//! reorder what is read (https://trojansource.codes/). See docs/SECURITY.md, "`kubectl mcp`".
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -4,12 +4,17 @@
 //! types and reads the screen.
 //!
 //! The binary is `MTO_CLI_BIN` (`make integration` builds it); kubectl finds it on the PATH as
-//! a plugin.
+//! a plugin. `inert.rs` feeds it a tool's escape sequences, `decoy.rs` a second Service
+//! labelled as the front end.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod decoy;
+mod inert;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{CONFORMANCE_TOOLS, prepare_examples_blocking};
@@ -19,6 +24,9 @@ use mcp_task_operator_harness::with_temp_ns;
 use tokio::task::block_in_place;
 
 const RELEASE: &str = "cli";
+/// The chart's `--set` values: namespace-scoped, so that the releases of this binary's tests,
+/// which run side by side, never act on each other's tasks.
+const SETS: &[&str] = &["rbac.scope=namespace"];
 const CALLER: &str = "cli-user";
 /// Longest a screen may take to show what the test waits for.
 const PATIENCE: Duration = Duration::from_secs(180);
@@ -56,6 +64,24 @@ fn kubectl_mcp(plugin: &Path, args: &[&str]) -> Output {
         .envs(env(plugin))
         .output()
         .expect("kubectl runs")
+}
+
+/// [`kubectl_mcp`] with `input` on its standard input, without a terminal.
+fn kubectl_mcp_typing(plugin: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new("kubectl")
+        .arg("mcp")
+        .args(args)
+        .env_clear()
+        .envs(env(plugin))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    stdin.write_all(input.as_bytes()).expect("write stdin");
+    drop(stdin);
+    child.wait_with_output().expect("kubectl ends")
 }
 
 /// One tmux server of its own (its own socket), so nothing of the user's is touched. Each
@@ -156,7 +182,7 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
     with_temp_ns("cli", |client, ns| async move {
         prepare_examples_blocking(&client).await;
         let _release = Release::new(&ns, RELEASE);
-        let port = block_in_place(|| install(&ns, RELEASE, &[]));
+        let port = block_in_place(|| install(&ns, RELEASE, SETS));
         // The caller's ServiceAccount, bound to the chart's caller role; the plugin makes its
         // own token for the front end's audience with --service-account.
         caller_token(&client, &ns, RELEASE, CALLER).await;
