@@ -152,14 +152,26 @@ fn start_timeout_at(
 }
 
 /// When a pod whose tool container waits for the pod's setup on its node (its volumes, as a
-/// rule) has waited [`StartLimits::volume_mount_grace`], from when the kubelet took it.
+/// rule) has waited [`StartLimits::volume_mount_grace`], from when the kubelet took it. NB: the
+/// kubelet mounts the volumes before it creates the pod's sandbox, so a pod whose
+/// `PodReadyToStartContainers` condition is True has its volumes, and a container still
+/// `ContainerCreating` then is pulling its image: no Event is worth a request.
 fn mount_due_at(pod: &Pod, limits: &StartLimits) -> Option<Timestamp> {
     let reason = tool_waiting(pod)?.reason.as_deref()?;
     if !CREATING_REASONS.contains(&reason) {
         return None;
     }
+    let status = pod.status.as_ref()?;
+    let sandbox_ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "PodReadyToStartContainers" && c.status == "True");
+    if sandbox_ready {
+        return None;
+    }
     let created = pod.metadata.creation_timestamp.as_ref();
-    let started = pod.status.as_ref()?.start_time.as_ref().or(created)?;
+    let started = status.start_time.as_ref().or(created)?;
     started.0.checked_add(limits.volume_mount_grace).ok()
 }
 

@@ -76,6 +76,16 @@ fn a_volume_that_never_mounts_is_looked_up_after_its_grace_and_fails_naming_the_
         &LIMITS,
         late
     ));
+    // Its sandbox made, the pod has its volumes: a container still creating is being pulled.
+    let pulled = super::tests::pod(
+        "metadata: {name: t-x, creationTimestamp: '2026-08-01T12:00:00Z'}\n\
+         status: {phase: Pending, startTime: '2026-08-01T12:00:00Z', conditions: \
+         [{type: PodReadyToStartContainers, status: 'True'}], containerStatuses: \
+         [{name: main, image: i, imageID: '', ready: false, restartCount: 0, \
+         state: {waiting: {reason: ContainerCreating}}}]}",
+    );
+    let seen = observe_workload(Some(&active), Some(&pulled));
+    assert!(!mount_check_due(&seen, &pulled, &LIMITS, late));
 }
 
 #[test]
