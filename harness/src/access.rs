@@ -91,11 +91,10 @@ pub async fn allowed(client: &Client, sa_ns: &str, sa: &str, request: &Request) 
     answer.status.is_some_and(|s| s.allowed)
 }
 
-/// Every resource rule ServiceAccount `sa` of `sa_ns` holds in `namespace` (cluster-wide rules
-/// included), flattened to one [`Request`] per verb, resource and name, with `namespace` left
-/// `None`. Rules every authenticated user holds (`system:basic-user`: reviewing its own access)
-/// are left out.
-pub async fn rules_in(sa_ns: &str, sa: &str, namespace: &str) -> BTreeSet<Request> {
+/// A client of the test cluster that acts as ServiceAccount `sa` of `sa_ns` (impersonation by
+/// the admin kubeconfig in `KUBECONFIG`, with the groups the API server gives the account's
+/// tokens): what that account may do, admission included.
+pub async fn impersonating(sa_ns: &str, sa: &str) -> Client {
     let path = std::env::var("KUBECONFIG").expect("KUBECONFIG is set");
     let kubeconfig = kube::config::Kubeconfig::read_from(&path)
         .unwrap_or_else(|e| panic!("cannot read kubeconfig {path}: {e}"));
@@ -104,7 +103,15 @@ pub async fn rules_in(sa_ns: &str, sa: &str, namespace: &str) -> BTreeSet<Reques
         .expect("kubeconfig is valid");
     config.auth_info.impersonate = Some(service_account_user(sa_ns, sa));
     config.auth_info.impersonate_groups = Some(service_account_groups(sa_ns));
-    let client = Client::try_from(config).expect("client builds from kubeconfig");
+    Client::try_from(config).expect("client builds from kubeconfig")
+}
+
+/// Every resource rule ServiceAccount `sa` of `sa_ns` holds in `namespace` (cluster-wide rules
+/// included), flattened to one [`Request`] per verb, resource and name, with `namespace` left
+/// `None`. Rules every authenticated user holds (`system:basic-user`: reviewing its own access)
+/// are left out.
+pub async fn rules_in(sa_ns: &str, sa: &str, namespace: &str) -> BTreeSet<Request> {
+    let client = impersonating(sa_ns, sa).await;
     let review = SelfSubjectRulesReview {
         spec: SelfSubjectRulesReviewSpec {
             namespace: Some(namespace.to_owned()),

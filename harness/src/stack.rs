@@ -77,7 +77,8 @@ pub fn output_text(out: &std::process::Output) -> String {
 }
 
 /// Installs the chart as `release` into `ns`, the front end Service a NodePort on a random free
-/// port that accepts [`NODE_IP`] as `Host`, without the CRDs (`crds.install=false`: tests share
+/// port that accepts [`NODE_IP`] as `Host`, its admission policies bound to `ns` alone (also
+/// with `rbac.scope: cluster`), without the CRDs (`crds.install=false`: tests share
 /// the cluster's CRDs, which `ensure_crds` applies, and only one release may own them), and
 /// `sets` (`--set` values, which win over these). The chart and images are the chart directory
 /// with the `dev` images, or, under `make release-test`, the pushed OCI chart with every image
@@ -115,6 +116,11 @@ fn install_with(ns: &str, release: &str, sets: &[&str], wait: bool) -> u16 {
             "frontend.service.type=NodePort".to_owned(),
             format!("frontend.service.nodePort={port}"),
             format!("frontend.config.allowedHosts={{{NODE_IP}}}"),
+            // A cluster-scoped release's admission policies apply to every namespace by
+            // default, where they would refuse the Jobs of the other tests' operators.
+            format!(
+                "admissionPolicy.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name={ns}"
+            ),
         ]);
         values.extend(sets.iter().map(|set| (*set).to_owned()));
         let mut args = vec![
@@ -161,9 +167,9 @@ fn install_with(ns: &str, release: &str, sets: &[&str], wait: bool) -> u16 {
 /// A release installed by a test; dropping it removes the release.
 ///
 /// On a panic the namespaced objects stay for `with_temp_ns` to dump (pods, logs, Events) and
-/// then delete with the namespace, but the cluster-wide ones (ClusterRoles and their bindings,
-/// whose names start with the release namespace) are deleted either way: no namespace takes
-/// them along.
+/// then delete with the namespace, but the cluster-wide ones (ClusterRoles, admission policies
+/// and their bindings, whose names start with the release namespace) are deleted either way: no
+/// namespace takes them along.
 pub struct Release {
     /// The release namespace.
     pub ns: String,
@@ -181,12 +187,13 @@ impl Release {
         }
     }
 
-    /// Names (`kind/name`) of this release's ClusterRoles and ClusterRoleBindings.
+    /// Names (`kind/name`) of this release's ClusterRoles, ClusterRoleBindings and admission
+    /// policies with their bindings.
     pub fn cluster_objects(&self) -> Vec<String> {
         let selector = format!("app.kubernetes.io/instance={}", self.name);
         let out = kubectl(&[
             "get",
-            "clusterroles,clusterrolebindings",
+            "clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings",
             "-l",
             &selector,
             "-o",

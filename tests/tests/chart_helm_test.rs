@@ -1,6 +1,7 @@
 //! `helm test`: the chart's test pod is an MCP client (sh and curl) that calls a tool through the
 //! front end Service in the chart's default auth (token review with an audience, RBAC on tools),
-//! and fails when the tool is not its to call.
+//! and fails when the tool is not its to call; a second pod proves the admission policies refuse
+//! a pod claiming a Job as its controller and a Job with the operator's labels.
 
 mod common;
 
@@ -44,6 +45,12 @@ async fn helm_test_calls_a_tool_through_the_service_and_fails_when_the_caller_ma
         );
         assert!(text.contains("PASS: slow_compute completed"), "{text}");
         assert!(text.contains("helm"), "the result names the label: {text}");
+        // The admission policies' test pod: a plain pod admitted, the forged ones refused.
+        assert!(text.contains("a plain pod: HTTP 201"), "{text}");
+        assert!(
+            text.contains("PASS: the admission policies refuse pods and Jobs"),
+            "{text}"
+        );
 
         // The caller role allows only greet: the same test now fails, said why.
         let only_greet = [

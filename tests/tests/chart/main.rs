@@ -87,15 +87,18 @@ fn assert_restricted_pods(docs: &[Value]) {
     accounts.dedup();
     assert_eq!(accounts.len(), 2, "each binary has its own ServiceAccount");
     assert_eq!(of_kind(docs, "PodDisruptionBudget").len(), 2);
-    // The binaries' two, and the `helm test` pod's (a test hook that mounts no token itself).
+    // The binaries' two, and the two `helm test` pods' (test hooks that mount no token
+    // themselves: the MCP call's and the admission policies').
     let accounts = of_kind(docs, "ServiceAccount");
-    assert_eq!(accounts.len(), 3);
+    assert_eq!(accounts.len(), 4);
     let hooks: Vec<_> = accounts
         .iter()
         .filter(|a| a["metadata"]["annotations"]["helm.sh/hook"] == "test")
         .collect();
-    assert_eq!(hooks.len(), 1, "{accounts:#?}");
-    assert_eq!(hooks[0]["automountServiceAccountToken"], false);
+    assert_eq!(hooks.len(), 2, "{accounts:#?}");
+    for hook in hooks {
+        assert_eq!(hook["automountServiceAccountToken"], false);
+    }
     // Nothing may grant Secrets or wildcards.
     for role in docs
         .iter()
@@ -219,8 +222,8 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         serde_json::json!(["restock-report"])
     );
 
-    // With static tokens and no authorization a namespace-scoped release creates nothing
-    // cluster-wide at all.
+    // With static tokens and no authorization a namespace-scoped release grants nothing
+    // cluster-wide at all (its admission policies are cluster objects bound to its namespace).
     let static_auth = render(
         "tools",
         &[
@@ -288,4 +291,61 @@ fn the_operator_forbids_tools_the_releases_own_service_accounts() {
     ]);
     assert_eq!(names, "op,fe,ci");
     assert_eq!(allow[2], "true");
+}
+
+#[test]
+fn the_admission_policies_bind_to_the_namespaces_the_release_serves() {
+    let selector = |docs: &[Value], kind: &str| {
+        let binding = named(
+            docs,
+            "ValidatingAdmissionPolicyBinding",
+            &format!("tools-mto-mcp-task-operator-task-{kind}"),
+        );
+        assert_eq!(
+            binding["spec"]["validationActions"],
+            serde_json::json!(["Deny"])
+        );
+        assert_eq!(
+            binding["spec"]["policyName"],
+            format!("tools-mto-mcp-task-operator-task-{kind}")
+        );
+        binding["spec"]["matchResources"]["namespaceSelector"].clone()
+    };
+    // On by default; with `rbac.scope: cluster` in every namespace, or those selected.
+    let cluster = render("tools", &[]);
+    for kind in ["pods", "jobs"] {
+        let policy = named(
+            &cluster,
+            "ValidatingAdmissionPolicy",
+            &format!("tools-mto-mcp-task-operator-task-{kind}"),
+        );
+        assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+        assert_eq!(selector(&cluster, kind), serde_json::json!({}));
+    }
+    // The Job policy trusts this release's operator ServiceAccount.
+    let jobs = named(
+        &cluster,
+        "ValidatingAdmissionPolicy",
+        "tools-mto-mcp-task-operator-task-jobs",
+    );
+    let variables = jobs["spec"]["variables"].to_string();
+    assert!(
+        variables.contains("system:serviceaccount:tools:mto-mcp-task-operator-operator"),
+        "{variables}"
+    );
+    let own = serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": "tools"}});
+    let namespaced = render("tools", &["rbac.scope=namespace"]);
+    assert_eq!(selector(&namespaced, "pods"), own);
+    assert_eq!(selector(&namespaced, "jobs"), own);
+    let selected = render(
+        "tools",
+        &["admissionPolicy.namespaceSelector.matchLabels.team=search"],
+    );
+    assert_eq!(
+        selector(&selected, "pods"),
+        serde_json::json!({"matchLabels": {"team": "search"}})
+    );
+    let off = render("tools", &["admissionPolicy.enabled=false"]);
+    assert!(of_kind(&off, "ValidatingAdmissionPolicy").is_empty());
+    assert!(of_kind(&off, "ValidatingAdmissionPolicyBinding").is_empty());
 }
