@@ -42,6 +42,27 @@ pub fn spec_input_bytes(spec: &McpTaskSpec) -> usize {
     .fold(0usize, |sum, n| sum.saturating_add(*n))
 }
 
+/// Bytes of what a caller made `task` hold: its client inputs (arguments, start-input answers,
+/// answers) and its result, as stored. Counted from the kept text, without serializing.
+pub fn caller_bytes(task: &McpTask) -> usize {
+    let answers = |map: Option<&std::collections::BTreeMap<String, crate::RawJson>>| {
+        map.into_iter()
+            .flatten()
+            .map(|(key, answer)| key.len().saturating_add(answer.len()))
+            .fold(0usize, usize::saturating_add)
+    };
+    let spec = &task.spec;
+    let result = task.status.as_ref().and_then(|s| s.result.as_ref());
+    [
+        spec.arguments.as_ref().map_or(0, crate::RawJson::len),
+        answers(spec.start_input_responses.as_ref()),
+        answers(spec.input_responses.as_ref()),
+        result.map_or(0, crate::RawJson::len),
+    ]
+    .iter()
+    .fold(0usize, |sum, n| sum.saturating_add(*n))
+}
+
 /// Bytes `task` would take with `status` in place of its own, serialized as JSON.
 pub fn task_bytes_with_status(task: &McpTask, status: &McpTaskStatus) -> usize {
     let without = McpTask {
@@ -114,6 +135,8 @@ mod tests {
             "t",
             McpTaskSpec {
                 tool: "x".into(),
+                tool_uid: None,
+                tool_generation: None,
                 arguments: Some(RawJson::from(Map::from_iter([(
                     "a".into(),
                     json!("b".repeat(1000)),

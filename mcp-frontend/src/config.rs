@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::bounds::{ANNOTATION_VALUE_CEILING, ENV_VALUE_CEILING, LISTEN_TASK_IDS_CEILING};
+use crate::quota::QuotaLimits;
 
 /// Prefix of every environment variable the front end reads.
 pub const ENV_PREFIX: &str = "MCP_FRONTEND_";
@@ -128,6 +129,14 @@ pub struct Limits {
     /// cancelled; a `tools/call` beyond it gets -31002 and creates nothing. Default 100; 0: no
     /// limit.
     pub max_active_tasks_per_caller: usize,
+    /// `MAX_STORED_TASKS_PER_CALLER`: tasks (`spec.owner`) stored, finished ones included until
+    /// their TTL deletes them; a `tools/call` beyond it gets -31002 and creates nothing. Every
+    /// replica and the operator cache every stored task. Default 1000; 0: no limit.
+    pub max_stored_tasks_per_caller: usize,
+    /// `MAX_STORED_BYTES_PER_CALLER`: bytes of the arguments, answers and results of a caller's
+    /// stored tasks, as stored ([`mcp_task_operator_crds::budget::caller_bytes`]); a
+    /// `tools/call` once they reach it gets -31002. Default 67108864 (64 MiB); 0: no limit.
+    pub max_stored_bytes_per_caller: usize,
     /// `MAX_ARGUMENT_BYTES`: serialized `tools/call` arguments, each `$` counted twice (as the
     /// tool container receives them, in one environment variable). Default 65536, at most
     /// [`ENV_VALUE_CEILING`].
@@ -151,6 +160,17 @@ pub struct Limits {
     pub poll_burst_per_task: usize,
 }
 
+impl Limits {
+    /// The per-caller quota of `tools/call`.
+    pub fn quota(&self) -> QuotaLimits {
+        QuotaLimits {
+            active: self.max_active_tasks_per_caller,
+            stored: self.max_stored_tasks_per_caller,
+            bytes: self.max_stored_bytes_per_caller,
+        }
+    }
+}
+
 /// Largest `POLL_BURST_PER_TASK`: beyond it the limit would stop nothing.
 pub const POLL_BURST_CEILING: usize = 1000;
 
@@ -171,6 +191,12 @@ impl Limits {
             call_rate_per_second: parse(get, "CALL_RATE_PER_SECOND", Some(10.0))?,
             call_burst: parse(get, "CALL_BURST", Some(50.0))?,
             max_active_tasks_per_caller: parse(get, "MAX_ACTIVE_TASKS_PER_CALLER", Some(100))?,
+            max_stored_tasks_per_caller: parse(get, "MAX_STORED_TASKS_PER_CALLER", Some(1000))?,
+            max_stored_bytes_per_caller: parse(
+                get,
+                "MAX_STORED_BYTES_PER_CALLER",
+                Some(64 * 1024 * 1024),
+            )?,
             max_argument_bytes: at_most("MAX_ARGUMENT_BYTES", 64 * 1024, ENV_VALUE_CEILING)?,
             max_start_input_bytes: at_most("MAX_START_INPUT_BYTES", 64 * 1024, ENV_VALUE_CEILING)?,
             max_input_responses_bytes: at_most(

@@ -170,6 +170,26 @@ pub enum Error {
         /// `MAX_ACTIVE_TASKS_PER_CALLER`.
         limit: usize,
     },
+    /// The caller already has as many tasks stored (finished ones included) as it may.
+    #[error(
+        "quota exceeded: this caller has {stored} stored tasks (finished ones count until their TTL deletes them) and the limit (MAX_STORED_TASKS_PER_CALLER) is {limit}; wait for older tasks to expire"
+    )]
+    StoredTaskQuota {
+        /// The caller's stored tasks (this replica's view).
+        stored: usize,
+        /// `MAX_STORED_TASKS_PER_CALLER`.
+        limit: usize,
+    },
+    /// The caller's stored tasks already hold as many bytes as it may.
+    #[error(
+        "quota exceeded: this caller's stored tasks hold {bytes} bytes of arguments, answers and results (finished tasks count until their TTL deletes them) and the limit (MAX_STORED_BYTES_PER_CALLER) is {limit}; wait for older tasks to expire"
+    )]
+    StoredBytesQuota {
+        /// Bytes of the caller's stored tasks' inputs and results (this replica's view).
+        bytes: usize,
+        /// `MAX_STORED_BYTES_PER_CALLER`.
+        limit: usize,
+    },
     /// A value the request would have stored is larger than its limit.
     #[error("{what}: {bytes} bytes exceed the {limit}-byte limit")]
     TooLarge {
@@ -227,6 +247,8 @@ impl Error {
             Self::InvalidCursor => "invalid_cursor",
             Self::RateLimited { .. } | Self::PolledTooOften { .. } => "rate_limited",
             Self::ActiveTaskQuota { .. } => "active_task_quota",
+            Self::StoredTaskQuota { .. } => "stored_task_quota",
+            Self::StoredBytesQuota { .. } => "stored_bytes_quota",
             Self::TooLarge { .. } => "too_large",
             Self::TooManyListenTasks { .. } => "too_many_listen_tasks",
             Self::InvalidStartInput { .. } => "invalid_start_input",
@@ -288,6 +310,16 @@ impl Error {
                 QUOTA_EXCEEDED,
                 self.to_string(),
                 Some(json!({ "limit": limit, "active": active })),
+            ),
+            Self::StoredTaskQuota { stored, limit } => ErrorData::new(
+                QUOTA_EXCEEDED,
+                self.to_string(),
+                Some(json!({ "limit": limit, "stored": stored })),
+            ),
+            Self::StoredBytesQuota { bytes, limit } => ErrorData::new(
+                QUOTA_EXCEEDED,
+                self.to_string(),
+                Some(json!({ "limit": limit, "storedBytes": bytes })),
             ),
             Self::ToolFailed(Some(error)) => {
                 // The same mapping as tasks/get: a reserved tool code becomes -32603.

@@ -16,7 +16,7 @@ use crate::authz::Authz;
 use crate::config::{AuthMode, AuthorizationMode, Config};
 use crate::fastget::FastGet;
 use crate::metrics::Metrics;
-use crate::quota::ActiveTaskQuota;
+use crate::quota::CallerQuota;
 use crate::ratelimit::RateLimiter;
 use crate::store::TaskStore;
 use crate::tools::ToolCatalog;
@@ -52,8 +52,8 @@ pub struct AppState {
     pub task_poll_limiter: Option<Arc<RateLimiter>>,
     /// The `tools/call` rate limit, unless turned off.
     pub call_limiter: Option<Arc<RateLimiter>>,
-    /// The active-task quota per caller, unless turned off.
-    pub quota: Option<Arc<ActiveTaskQuota>>,
+    /// What one caller may hold (active tasks, stored tasks and bytes), unless all are off.
+    pub quota: Option<Arc<CallerQuota>>,
     /// Whether the Kubernetes API server is reachable (always, unless a probe says otherwise).
     pub api_health: Arc<ApiHealth>,
     /// Reviews sent to the API server; the review caches of `auth` and `authz` count into it.
@@ -106,8 +106,10 @@ impl AppState {
                 .fast_get
                 .then(|| Arc::new(FastGet::new(config.answer_cache_bytes, config.gzip_min()))),
             fast_calls: config.fast_call.then(Arc::default),
-            quota: (limits.max_active_tasks_per_caller > 0)
-                .then(|| Arc::new(ActiveTaskQuota::new(limits.max_active_tasks_per_caller))),
+            quota: limits
+                .quota()
+                .any()
+                .then(|| Arc::new(CallerQuota::new(limits.quota()))),
             config: Arc::new(config),
             tasks,
             tools,

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::McpTask;
+use mcp_task_operator_crds::budget::caller_bytes;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -187,10 +188,31 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Whether the watch cache has completed its initial list.
     fn is_synced(&self) -> bool;
 
-    /// Tasks of `owner` not yet terminal, from the watch cache and this replica's own writes
-    /// (a task this replica created counts as soon as its create returned).
-    fn active_tasks(&self, owner: &str) -> usize;
+    /// What `owner` holds: its tasks not yet terminal, all its stored tasks, and their bytes
+    /// ([`caller_bytes`]), from the watch cache and this replica's own writes (a task this
+    /// replica created counts as soon as its create returned).
+    fn held(&self, owner: &str) -> Held;
 
     /// Where lookups were answered, for `/metrics`.
     fn lookups(&self) -> &TaskLookups;
+}
+
+/// What one caller holds in the task store ([`TaskStore::held`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Tasks not yet completed, failed or cancelled.
+    pub active: usize,
+    /// Tasks stored, finished ones included (until their TTL deletes them).
+    pub stored: usize,
+    /// Bytes of their client inputs and results ([`caller_bytes`]).
+    pub bytes: usize,
+}
+
+impl Held {
+    /// Adds one task.
+    pub fn count(&mut self, task: &McpTask) {
+        self.stored += 1;
+        self.active += usize::from(!task.is_terminal());
+        self.bytes = self.bytes.saturating_add(caller_bytes(task));
+    }
 }

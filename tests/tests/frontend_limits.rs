@@ -1,6 +1,6 @@
 //! Per-caller quotas and request bounds of the real front end binary against the real API
 //! server (no operator: tasks stay active until deleted): the active-task quota counts from
-//! the watch cache, and a listen naming many unknown task IDs is refused before any lookup
+//! the watch cache, finished tasks count against what a caller may store (tasks and bytes), and a listen naming many unknown task IDs is refused before any lookup
 //! while unknown IDs cost one API read each, not one per request. Each test also prints what
 //! a refusal costs (no timing is asserted).
 
@@ -184,4 +184,121 @@ async fn listen_bounds_task_ids_before_lookups_and_reads_each_unknown_id_once() 
         );
     })
     .await;
+}
+
+/// Arguments of about 60 KiB in the shape that cost most as a parsed tree: `[0,0,…]`.
+fn zeros() -> Value {
+    json!({ "seconds": 60, "zeros": vec![0; 30_000] })
+}
+
+#[tokio::test]
+async fn finished_tasks_count_against_what_a_caller_may_store_also_after_a_restart() {
+    with_temp_ns("fe-stored", |client, ns| async move {
+        // A call is refused once the stored bytes reach the limit: the fourth task of 60 KiB
+        // of arguments passes (180 KB stored), the fifth does not (240 KB). Tasks of a few
+        // bytes are bounded by the count (6).
+        let env = [
+            ("MAX_STORED_BYTES_PER_CALLER", "200000"),
+            ("MAX_STORED_TASKS_PER_CALLER", "6"),
+            ("CALL_RATE_PER_SECOND", "0"),
+        ];
+        let (frontend, mcp) = unauthenticated_frontend(&client, &ns, &env).await;
+        let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
+        // Each task ends at once (as the operator would write it): none stays active, so only
+        // what is stored can refuse the fifth.
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let reply = mcp.call_tool("slow_compute", zeros()).await;
+            if reply.error_code() == Some(-31002) {
+                break;
+            }
+            let id = reply.body["result"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a task handle: {}", reply.body))
+                .to_owned();
+            cancel_in_store(&tasks, &id).await;
+            ids.push(id);
+        }
+        assert_eq!(ids.len(), 4, "the fifth 60 KiB task is refused");
+        let refused = mcp.call_tool("slow_compute", zeros()).await;
+        assert_eq!(refused.error_code(), Some(-31002), "{}", refused.body);
+        assert!(
+            refused
+                .error_message()
+                .contains("MAX_STORED_BYTES_PER_CALLER"),
+            "{}",
+            refused.body
+        );
+        assert_eq!(refused.body["error"]["data"]["limit"], 200_000);
+        let stored = tasks.list(&ListParams::default()).await.expect("list");
+        assert_eq!(stored.items.len(), 4, "nothing created on refusal");
+        // Every stored task is still the caller's to read.
+        for id in &ids {
+            let reply = mcp.get_task(id).await;
+            assert_eq!(
+                reply.body["result"]["status"], "cancelled",
+                "{}",
+                reply.body
+            );
+        }
+
+        // A restarted replica reads the same tasks back and refuses the same way.
+        drop(frontend);
+        let (_frontend, mcp) = unauthenticated_frontend(&client, &ns, &env).await;
+        let refused = mcp.call_tool("slow_compute", zeros()).await;
+        assert_eq!(refused.error_code(), Some(-31002), "{}", refused.body);
+
+        // Small tasks: the count limit (6 stored, finished ones included).
+        tasks
+            .delete(&ids[0], &DeleteParams::default())
+            .await
+            .expect("delete a task");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut small = 0;
+        loop {
+            let reply = mcp
+                .call_tool("slow_compute", json!({ "seconds": 60 }))
+                .await;
+            match reply.error_code() {
+                None => {
+                    let id = reply.body["result"]["taskId"].as_str().unwrap_or_default();
+                    cancel_in_store(&tasks, id).await;
+                    small += 1;
+                }
+                Some(-31002)
+                    if reply
+                        .error_message()
+                        .contains("MAX_STORED_TASKS_PER_CALLER") =>
+                {
+                    break;
+                }
+                Some(_) => {
+                    // The watch has not shown the deletion yet: the byte limit still holds.
+                    assert!(tokio::time::Instant::now() < deadline, "{}", reply.body);
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        }
+        assert_eq!(small, 3, "6 stored: 3 large and 3 small");
+    })
+    .await;
+}
+
+/// Writes `cancelled` into task `id`'s status, as the operator does when it ends.
+async fn cancel_in_store(tasks: &Api<McpTask>, id: &str) {
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let status = json!({
+        "apiVersion": "mcptasks.io/v1alpha1",
+        "kind": "McpTask",
+        "status": {"status": "cancelled", "createdAt": now, "lastUpdatedAt": now,
+                   "statusMessage": "ended by the test"},
+    });
+    tasks
+        .patch_status(
+            id,
+            &kube::api::PatchParams::apply("frontend-limits-test").force(),
+            &kube::api::Patch::Apply(&status),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("end task {id}: {e}"));
 }

@@ -140,8 +140,8 @@ mod tests {
         fn is_synced(&self) -> bool {
             true
         }
-        fn active_tasks(&self, owner: &str) -> usize {
-            self.inner.active_tasks(owner)
+        fn held(&self, owner: &str) -> crate::store::Held {
+            self.inner.held(owner)
         }
         fn lookups(&self) -> &TaskLookups {
             self.inner.lookups()

@@ -29,7 +29,7 @@ use tokio::sync::broadcast;
 
 use super::negative::NegativeCache;
 use super::tombstones::Tombstones;
-use super::{StoreError, TaskLookups, TaskStore};
+use super::{Held, StoreError, TaskLookups, TaskStore};
 use crate::apihealth::ApiHealth;
 
 /// How long an own write is preferred over an older cache entry; by then the watch has
@@ -459,7 +459,7 @@ impl TaskStore for KubeTaskStore {
         self.synced.load(Ordering::Acquire)
     }
 
-    fn active_tasks(&self, owner: &str) -> usize {
+    fn held(&self, owner: &str) -> Held {
         // This replica's own writes of the owner's tasks, newest first where both exist.
         let mut own: HashMap<String, Arc<McpTask>> = self
             .overlay
@@ -469,22 +469,22 @@ impl TaskStore for KubeTaskStore {
             .filter(|(_, (at, task))| at.elapsed() < OVERLAY_TTL && task.spec.owner == owner)
             .map(|(name, (_, task))| (name.clone(), task.clone()))
             .collect();
-        let mut active = 0;
+        let mut held = Held::default();
         for guard in self.cache.state() {
             let Ok(task) = &guard.0 else { continue };
             if task.spec.owner != owner {
                 continue;
             }
-            let newest = match own.remove(task.name_any().as_str()) {
-                Some(mine) if is_newer(&mine, task) => mine.is_terminal(),
-                _ => task.is_terminal(),
-            };
-            if !newest {
-                active += 1;
+            match own.remove(task.name_any().as_str()) {
+                Some(mine) if is_newer(&mine, task) => held.count(&mine),
+                _ => held.count(task),
             }
         }
         // Creates the watch has not delivered yet.
-        active + own.values().filter(|task| !task.is_terminal()).count()
+        for task in own.values() {
+            held.count(task);
+        }
+        held
     }
 
     fn lookups(&self) -> &TaskLookups {

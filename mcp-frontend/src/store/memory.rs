@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::negative::NegativeCache;
-use super::{StoreError, TaskLookups, TaskStore};
+use super::{Held, StoreError, TaskLookups, TaskStore};
 
 /// Tasks in a map, changes on a broadcast channel.
 pub struct MemoryStore {
@@ -200,13 +200,13 @@ impl TaskStore for MemoryStore {
         true
     }
 
-    fn active_tasks(&self, owner: &str) -> usize {
-        self.tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .filter(|task| task.spec.owner == owner && !task.is_terminal())
-            .count()
+    fn held(&self, owner: &str) -> Held {
+        let mut held = Held::default();
+        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        for task in tasks.values().filter(|task| task.spec.owner == owner) {
+            held.count(task);
+        }
+        held
     }
 
     fn lookups(&self) -> &TaskLookups {

@@ -41,12 +41,61 @@ async fn calls_beyond_the_active_task_quota_get_31002_and_create_nothing() {
     assert_eq!(store.count(), before, "nothing stored on refusal");
 
     // Another caller is not affected, and a task that ends frees a place.
-    assert_eq!(store.active_tasks("someone-else"), 1);
+    assert_eq!(store.held("someone-else").active, 1);
     store.update(&first, |t| {
         t.status = Some(status(json!({"status": "completed"})))
     });
     let (_, body) = call(&state, start_task(json!({"seconds": 1}))).await;
     assert_eq!(body["result"]["resultType"], "task", "{body}");
+}
+
+#[tokio::test]
+async fn finished_tasks_count_against_the_stored_task_and_byte_quotas() {
+    let (state, store) = test_state_with(&[
+        ("MAX_ACTIVE_TASKS_PER_CALLER", "100"),
+        ("MAX_STORED_TASKS_PER_CALLER", "3"),
+        ("MAX_STORED_BYTES_PER_CALLER", "40000"),
+    ]);
+    // Two finished tasks: not active, but stored until their TTL.
+    stored_with(&store, json!({"status": "cancelled"}));
+    stored_with(&store, json!({"status": "cancelled"}));
+    stored_task(&store, "someone-else", working());
+    let (_, body) = call(&state, start_task(json!({"seconds": 1}))).await;
+    assert_eq!(body["result"]["resultType"], "task", "{body}");
+    let before = store.count();
+    let (_, body) = call(&state, start_task(json!({"seconds": 1}))).await;
+    assert_eq!(body["error"]["code"], QUOTA_EXCEEDED.0, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "quota exceeded: this caller has 3 stored tasks (finished ones count until their TTL \
+         deletes them) and the limit (MAX_STORED_TASKS_PER_CALLER) is 3; wait for older tasks \
+         to expire"
+    );
+    assert_eq!(body["error"]["data"], json!({"limit": 3, "stored": 3}));
+    assert_eq!(store.count(), before, "nothing stored on refusal");
+    assert_eq!(store.held(anonymous()).active, 1);
+
+    // Bytes: a caller whose few tasks hold large arguments is refused by the byte limit.
+    let (state, store) = test_state_with(&[("MAX_STORED_BYTES_PER_CALLER", "40000")]);
+    let zeros = vec![0; 10_000];
+    for _ in 0..2 {
+        let (_, body) = call(&state, start_task(json!({"seconds": 1, "zeros": zeros}))).await;
+        assert_eq!(body["result"]["resultType"], "task", "{body}");
+    }
+    let held = store.held(anonymous());
+    assert!(held.bytes > 40_000, "{held:?}");
+    let (_, body) = call(&state, start_task(json!({"seconds": 1}))).await;
+    assert_eq!(body["error"]["code"], QUOTA_EXCEEDED.0, "{body}");
+    assert_eq!(
+        body["error"]["data"],
+        json!({"limit": 40000, "storedBytes": held.bytes})
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("MAX_STORED_BYTES_PER_CALLER")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -270,6 +319,8 @@ async fn unknown_ids_cost_one_api_read_each_within_the_negative_cache_ttl() {
         &ids[0],
         McpTaskSpec {
             tool: "slow_compute".to_owned(),
+            tool_uid: None,
+            tool_generation: None,
             arguments: None,
             owner: anonymous().to_owned(),
             ttl_ms: Some(60_000),

@@ -71,7 +71,7 @@ async fn a_write_answered_after_the_delete_event_is_not_served_again() {
     // A cancel patch sent before the deletion, answered after the watch reported it.
     store.remember(task("abc", "5"));
     assert!(get_offline(&store, "abc").await.is_none());
-    assert_eq!(store.active_tasks("alice"), 0);
+    assert_eq!(store.held("alice").active, 0);
     assert!(
         changes.try_recv().is_err(),
         "the late write is not published"

@@ -172,8 +172,8 @@ async fn own_creates_count_as_active_at_once() {
         store.create(task).await.unwrap();
     }
     server.await.unwrap();
-    assert_eq!(store.active_tasks("alice"), 2);
-    assert_eq!(store.active_tasks("bob"), 0);
+    assert_eq!(store.held("alice").active, 2);
+    assert_eq!(store.held("bob").active, 0);
 }
 
 #[tokio::test]
