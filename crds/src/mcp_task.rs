@@ -79,6 +79,10 @@ pub const TRACEPARENT_ANNOTATION: &str = "mcptasks.io/traceparent";
         .message("spec.pollIntervalMs is immutable"),
     validation = Rule::new("has(self.arguments) == has(oldSelf.arguments)")
         .message("spec.arguments is immutable"),
+    validation = Rule::new("has(self.toolUid) == has(oldSelf.toolUid) && (!has(self.toolUid) || self.toolUid == oldSelf.toolUid)")
+        .message("spec.toolUid is immutable"),
+    validation = Rule::new("has(self.toolGeneration) == has(oldSelf.toolGeneration) && (!has(self.toolGeneration) || self.toolGeneration == oldSelf.toolGeneration)")
+        .message("spec.toolGeneration is immutable"),
 )]
 #[serde(rename_all = "camelCase")]
 pub struct McpTaskSpec {
@@ -87,6 +91,21 @@ pub struct McpTaskSpec {
     #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]{1,128}$"))]
     #[x_kube(validation = Rule::new("self == oldSelf").message("spec.tool is immutable"))]
     pub tool: String,
+
+    /// metadata.uid of the McpTool the front end authorized the call on. The operator runs
+    /// that object only: if the tool answering to spec.tool has another UID when the Job is
+    /// created, the task fails (ToolChanged). Unset (tasks of earlier front ends): whichever
+    /// McpTool answers to spec.tool. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub tool_uid: Option<String>,
+
+    /// metadata.generation of that McpTool when the call was authorized. If its spec changed
+    /// since (another generation) when the Job is created, the task fails (ToolChanged).
+    /// Unset: any generation. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub tool_generation: Option<i64>,
 
     /// Arguments of the call, a JSON object valid against the tool's inputSchema. Set at
     /// creation; the container reads them from MCP_TOOL_ARGUMENTS.

@@ -235,6 +235,8 @@ fn new_task_object(
         &task_id::generate(),
         McpTaskSpec {
             tool: entry.name().to_owned(),
+            tool_uid: entry.uid.clone(),
+            tool_generation: entry.generation,
             arguments: Some(RawJson::from(arguments)),
             owner: caller.as_str().to_owned(),
             ttl_ms: entry.ttl_ms,
@@ -476,6 +478,8 @@ mod tests {
         let text = |n: usize| json!("x".repeat(n));
         McpTaskSpec {
             tool: "t".into(),
+            tool_uid: None,
+            tool_generation: None,
             arguments: json!({"a": text(arguments)})
                 .as_object()
                 .map(RawJson::from_map),

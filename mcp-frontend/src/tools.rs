@@ -24,6 +24,11 @@ pub struct ToolEntry {
     /// The `McpTool`'s object name (`metadata.name`), which RBAC rules name in
     /// `resourceNames` (see [`crate::authz`]); the MCP name may differ (`spec.name`).
     pub object_name: String,
+    /// The `McpTool`'s `metadata.uid`: a task records the object its call was authorized on
+    /// (`McpTask.spec.toolUid`), and the operator runs that object only.
+    pub uid: Option<String>,
+    /// The `McpTool`'s `metadata.generation` as served (`McpTask.spec.toolGeneration`).
+    pub generation: Option<i64>,
     /// Whether calls become tasks.
     pub task_support: TaskSupport,
     /// How long a synchronous call waits for its task.
@@ -98,6 +103,8 @@ impl ToolEntry {
         Ok(Self {
             tool,
             object_name: mcp_tool.name_any(),
+            uid: mcp_tool.metadata.uid.clone(),
+            generation: mcp_tool.metadata.generation,
             task_support: spec.task_support,
             sync_timeout: Duration::from_secs(spec.sync_timeout_seconds.max(1).unsigned_abs()),
             ttl_ms: mcp_tool.task_ttl_ms(),

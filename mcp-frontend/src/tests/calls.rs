@@ -63,6 +63,19 @@ async fn declaring_call_returns_a_flat_create_task_result_readable_at_once() {
 }
 
 #[tokio::test]
+async fn a_task_records_the_uid_and_generation_of_the_tool_its_call_was_authorized_on() {
+    let (state, store) = test_state();
+    let (status, body) = call_tool(&state, "failing_job", json!({}), true).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let stored = store
+        .peek(body["result"]["taskId"].as_str().unwrap())
+        .unwrap();
+    // The catalog entry authorization checked (the `failing-job` object of `test_state`).
+    assert_eq!(stored.spec.tool_uid.as_deref(), Some("uid-failing_job"));
+    assert_eq!(stored.spec.tool_generation, Some(3));
+}
+
+#[tokio::test]
 async fn arguments_that_break_the_schema_are_invalid_params_naming_the_argument() {
     let (state, store) = test_state();
     let (status, body) = call_tool(&state, "slow_compute", json!({"seconds": "ten"}), true).await;

@@ -105,9 +105,11 @@ fn tool(
     serde_json::from_value(json!({
         "apiVersion": "mcptasks.io/v1alpha1",
         "kind": "McpTool",
-        "metadata": {"name": name.replace('_', "-"), "namespace": "default"},
+        "metadata": {"name": name.replace('_', "-"), "namespace": "default",
+                     "uid": format!("uid-{name}"), "generation": 3},
         "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Valid",
+        "status": {"observedGeneration": 3,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Valid",
             "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
     }))
     .unwrap()
@@ -210,6 +212,8 @@ pub fn stored_task(store: &MemoryStore, owner: &str, status: Option<McpTaskStatu
         &id,
         McpTaskSpec {
             tool: "slow_compute".to_owned(),
+            tool_uid: None,
+            tool_generation: None,
             arguments: None,
             owner: owner.to_owned(),
             ttl_ms: Some(3_600_000),

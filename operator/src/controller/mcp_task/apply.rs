@@ -16,25 +16,29 @@ use serde_json::json;
 
 use super::build::{cancel_annotation_value, input_responses_annotation_value};
 use super::observe::controlled_by;
+use super::tool_identity;
 use crate::FIELD_MANAGER;
 use crate::contract::POD_INPUT_RESPONSES_ANNOTATION;
 use crate::error::{Error, KubeOp, Result};
 
-/// The McpTool of `namespace` whose MCP name is `mcp_name`, preferring a Ready one: from the
-/// McpTool controller's cache when it has one, else (a tool newer than the cache, or no cache
-/// yet) from the API server. Malformed tools are skipped, never fatal.
+/// The McpTool of `namespace` (the task's) whose MCP name is `task.spec.tool`, preferring the one
+/// its call was authorized on ([`tool_identity::is_authorized`]), then a Ready one: from the
+/// McpTool controller's cache when it has one, else (a tool newer than the cache, the
+/// authorized one among them, or no cache yet) from the API server. Malformed tools are
+/// skipped, never fatal.
 pub async fn find_tool(
     client: &Client,
     cache: Option<&Store<DeserializeGuard<McpTool>>>,
     namespace: &str,
-    mcp_name: &str,
+    task: &McpTask,
 ) -> Result<Option<McpTool>> {
+    let mcp_name = task.spec.tool.as_str();
     let pick = |tools: Vec<McpTool>| {
         let mut matching: Vec<McpTool> = tools
             .into_iter()
             .filter(|t| t.namespace().as_deref() == Some(namespace) && t.mcp_name() == mcp_name)
             .collect();
-        matching.sort_by_key(|t| !t.is_ready());
+        matching.sort_by_key(|t| (!tool_identity::is_authorized(task, t), !t.is_ready()));
         matching.into_iter().next()
     };
     if let Some(cache) = cache {
@@ -43,7 +47,8 @@ pub async fn find_tool(
             .iter()
             .filter_map(|g| g.0.as_ref().ok().cloned())
             .collect();
-        if let Some(tool) = pick(cached) {
+        // A cache behind the front end may not hold the authorized tool yet: ask the API server.
+        if let Some(tool) = pick(cached).filter(|t| tool_identity::is_authorized(task, t)) {
             return Ok(Some(tool));
         }
     }
@@ -383,6 +388,19 @@ mod tests {
     use super::*;
     use crate::fixtures::tool;
 
+    /// A task of `mcp_name`, bound to the McpTool of `uid` when one is given.
+    fn task_of_uid(mcp_name: &str, uid: Option<&str>) -> McpTask {
+        serde_json::from_value(json!({
+            "metadata": {"name": "t", "namespace": "tools"},
+            "spec": {"tool": mcp_name, "owner": "o", "toolUid": uid},
+        }))
+        .expect("an McpTask")
+    }
+
+    fn task_of(mcp_name: &str) -> McpTask {
+        task_of_uid(mcp_name, None)
+    }
+
     #[tokio::test]
     async fn find_tool_uses_the_cache_without_calling_the_api() {
         // Nobody answers this client: an API call would time out the test.
@@ -401,11 +419,53 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Err(invalid))));
         let found = tokio::time::timeout(
             Duration::from_secs(5),
-            find_tool(&client, Some(&cache), "tools", "restock_report"),
+            find_tool(&client, Some(&cache), "tools", &task_of("restock_report")),
         )
         .await
         .expect("answered from the cache")
         .unwrap();
         assert_eq!(found.map(|t| t.name_any()).as_deref(), Some("report"));
+    }
+
+    #[tokio::test]
+    async fn find_tool_prefers_the_tool_the_call_was_authorized_on_to_a_ready_duplicate() {
+        let (service, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "default");
+        let (cache, mut writer) = reflector::store::<DeserializeGuard<McpTool>>();
+        // The Ready one first; the authorized duplicate is not Ready (say, rejected later).
+        let mut ready = tool();
+        ready.metadata.uid = Some("ready".into());
+        ready.status = serde_json::from_value(json!({
+            "observedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Valid", "message": "",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        }))
+        .expect("a Ready status");
+        let mut authorized = tool();
+        authorized.metadata.name = Some("report-copy".into());
+        authorized.metadata.uid = Some("authorized".into());
+        authorized.status = None;
+        for t in [ready, authorized] {
+            writer.apply_watcher_event(&watcher::Event::Apply(DeserializeGuard(Ok(t))));
+        }
+        let find = |task: McpTask| {
+            let (client, cache) = (client.clone(), cache.clone());
+            async move {
+                tokio::time::timeout(
+                    Duration::from_secs(5),
+                    find_tool(&client, Some(&cache), "tools", &task),
+                )
+                .await
+                .expect("answered from the cache")
+                .unwrap()
+                .map(|t| t.name_any())
+            }
+        };
+        let bound = task_of_uid("restock_report", Some("authorized"));
+        assert_eq!(find(bound).await.as_deref(), Some("report-copy"));
+        assert_eq!(
+            find(task_of("restock_report")).await.as_deref(),
+            Some("report")
+        );
     }
 }

@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod reconcile;
 pub mod signals;
 pub mod status;
+pub mod tool_identity;
 pub mod trigger;
 pub mod ttl;
 

@@ -136,13 +136,7 @@ async fn reconcile_task(task: &McpTask, ctx: &Context, now: Timestamp) -> Result
         return Ok(write::requeue(&waits));
     }
     // 2. Resolve the tool.
-    let tool = apply::find_tool(
-        &ctx.client,
-        ctx.tools.get(),
-        &ids.namespace,
-        &task.spec.tool,
-    )
-    .await?;
+    let tool = apply::find_tool(&ctx.client, ctx.tools.get(), &ids.namespace, &task).await?;
     let cancel_at = cancel_requested_at(&task);
     // 3. Ensure the Job.
     let (task, job) = match ensure::step(&task, tool.as_ref(), ctx, &ids, cancel_at, now).await? {

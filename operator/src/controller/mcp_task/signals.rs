@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// Every [`FailureReason`], so a stored `error.data.reason` maps back to a fixed label.
-const REASONS: [FailureReason; 28] = [
+const REASONS: [FailureReason; 29] = [
     FailureReason::ImagePullFailed,
     FailureReason::OomKilled,
     FailureReason::DeadlineExceeded,
@@ -44,6 +44,7 @@ const REASONS: [FailureReason; 28] = [
     FailureReason::StartTimeout,
     FailureReason::NotAdmitted,
     FailureReason::InputTimeout,
+    FailureReason::ToolChanged,
 ];
 
 /// The `reason` label of a failed outcome: the [`FailureReason`] of an operator-detected
@@ -138,6 +139,7 @@ mod tests {
             StartTimeout => 25,
             NotAdmitted => 26,
             InputTimeout => 27,
+            ToolChanged => 28,
         }
     }
 

@@ -23,6 +23,9 @@ pub enum FailureReason {
     ToolNotFound,
     /// The tool exists but its Job cannot be built from it.
     ToolInvalid,
+    /// The McpTool answering to the task's tool is not the object (UID), or not the spec
+    /// (generation), the call was authorized on; no Job was created.
+    ToolChanged,
     /// The tool's pod template asks for what the operator's tool policy does not allow.
     TemplateNotAllowed,
     /// The call's arguments (or start-input answers) are larger than a container can receive.
@@ -97,6 +100,7 @@ impl FailureReason {
             Self::StartTimeout => "StartTimeout",
             Self::NotAdmitted => "NotAdmitted",
             Self::InputTimeout => "InputTimeout",
+            Self::ToolChanged => "ToolChanged",
         }
     }
 
@@ -113,6 +117,9 @@ impl FailureReason {
             Self::ResultTooLarge => "The tool's result is too large to store",
             Self::ToolNotFound => "The task's tool does not exist",
             Self::ToolInvalid => "The task's tool is invalid and cannot run",
+            Self::ToolChanged => {
+                "The task's tool changed after the call was authorized, so it was not run"
+            }
             Self::TemplateNotAllowed => {
                 "The task's tool asks for what the operator's tool policy does not allow"
             }

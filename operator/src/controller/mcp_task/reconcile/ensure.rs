@@ -18,6 +18,7 @@ use super::super::job_record::{self, Missing};
 use super::super::nonce;
 use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
 use super::super::outcome::{Decision, Outcome};
+use super::super::tool_identity;
 use super::{Ids, STALE_RETRY, queue};
 use crate::config::Config;
 use crate::context::Context;
@@ -199,7 +200,8 @@ fn finish(task: Cow<'_, McpTask>, outcome: Outcome) -> Ensured<'_> {
     }
 }
 
-/// The Job to create for `task`, or the failure that stops it: no tool, a template that
+/// The Job to create for `task`, or the failure that stops it: no tool, another tool than the
+/// call was authorized on ([`tool_identity::tool_changed`]), a template that
 /// cannot be built, or one the tool policy refuses (checked again here: the tool may not be
 /// Ready, or the policy tightened since).
 pub fn desired_job(
@@ -213,6 +215,10 @@ pub fn desired_job(
             Some(task.spec.tool.clone()),
         ));
     };
+    // Before anything else about the tool: a task runs the object its call was authorized on.
+    if let Some(changed) = tool_identity::tool_changed(task, tool) {
+        return Err(Outcome::failure(FailureReason::ToolChanged, Some(changed)));
+    }
     let mut job = build_job(task, tool, config).map_err(|e| {
         let reason = match &e {
             BuildError::EnvTooLarge(_) => FailureReason::ArgumentsTooLarge,

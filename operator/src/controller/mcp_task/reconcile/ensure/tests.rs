@@ -103,3 +103,41 @@ fn an_existing_job_is_used_and_an_earlier_tasks_is_waited_for_up_to_a_bound() {
     let r = recorded(false);
     assert_eq!(plan_soon(&r, Some(&earlier), None, false), Plan::Use);
 }
+
+/// The outcome's `error.data.reason`, or `None` for a Job to create.
+fn refusal(task: &McpTask) -> Option<String> {
+    let config = Config::from_lookup(|_| None).unwrap();
+    match desired_job(task, Some(&crate::fixtures::tool()), &config) {
+        Ok(_) => None,
+        Err(Outcome::Failed { error, message }) => {
+            let reason = error.data.unwrap()["reason"].as_str().unwrap().to_owned();
+            Some(format!("{reason}: {message}"))
+        }
+        Err(other) => panic!("not a failure: {other:?}"),
+    }
+}
+
+#[test]
+fn a_task_runs_only_the_tool_object_and_generation_its_call_was_authorized_on() {
+    // The fixture tool is `report`, UID `tool-uid`, generation 1.
+    let bound = |uid: &str, generation: i64| {
+        let mut t = task();
+        t.spec.tool_uid = Some(uid.to_owned());
+        t.spec.tool_generation = Some(generation);
+        t
+    };
+    assert_eq!(refusal(&bound("tool-uid", 1)), None);
+    assert_eq!(refusal(&task()), None, "a task of an earlier front end");
+    let other = refusal(&bound("deleted-uid", 1)).expect("another object");
+    assert!(
+        other.starts_with("ToolChanged: ")
+            && other.contains("has UID tool-uid, not the UID deleted-uid"),
+        "{other}"
+    );
+    let edited = refusal(&bound("tool-uid", 2)).expect("another spec");
+    assert!(
+        edited.starts_with("ToolChanged: ")
+            && edited.contains("generation 1, not the generation 2"),
+        "{edited}"
+    );
+}
