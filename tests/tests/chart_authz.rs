@@ -77,10 +77,10 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
         ensure_crds(&client).await;
         let release = Release::new(&ns, "az");
         let port = install(&ns, "az", DEFAULT_AUTH);
-        // Cluster-wide: the front end's review grant (ClusterRole and binding) and the caller
-        // ClusterRole.
+        // Cluster-wide: the front end's review grant (ClusterRole and binding), the caller
+        // ClusterRole, and the two admission policies with their bindings.
         let cluster = release.cluster_objects();
-        assert_eq!(cluster.len(), 3, "{cluster:?}");
+        assert_eq!(cluster.len(), 7, "{cluster:?}");
         apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let url = mcp_url(port);
 

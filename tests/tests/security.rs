@@ -60,10 +60,11 @@ async fn static_token_callers_reach_only_their_own_tasks_through_the_installed_c
             ],
         );
         // Static tokens need no TokenReview: cluster-wide there are only the front end's
-        // subjectaccessreviews grant (ClusterRole and binding) and the caller ClusterRole.
+        // subjectaccessreviews grant (ClusterRole and binding), the caller ClusterRole and the
+        // two admission policies with their bindings.
         assert_eq!(
             release.cluster_objects().len(),
-            3,
+            7,
             "{:?}",
             release.cluster_objects()
         );

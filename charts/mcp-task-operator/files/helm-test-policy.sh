@@ -16,7 +16,8 @@ create() {
     -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
     --data "$3" "$api$1?dryRun=All&fieldManager=helm-test"
 }
-spec='"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"helm-test"}]}'
+# A pod the "restricted" Pod Security level admits, so that only the policies can refuse it.
+spec='"spec":{"restartPolicy":"Never","securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"c","image":"helm-test","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}'
 pods="/api/v1/namespaces/$NAMESPACE/pods"
 jobs="/apis/batch/v1/namespaces/$NAMESPACE/jobs"
 
