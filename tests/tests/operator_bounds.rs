@@ -10,32 +10,14 @@ mod common;
 
 use std::time::Instant;
 
-use common::{assert_failed_as, error_detail, name_of, start_operator};
-use mcp_task_operator_crds::{McpTask, TaskStatus};
+use common::{assert_fails, error_detail, name_of, start_operator};
+use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_harness::operator::{
     BUSYBOX_IMAGE, WAIT, create_task, create_tool, shell_tool, status_message, tool,
-    wait_job_stopped, wait_status, wait_task, wait_terminal,
+    wait_job_stopped, wait_status, wait_task,
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::json;
-
-/// Waits until the task ends; asserts it failed with `reason` (code -32603, a statusMessage, a
-/// Warning `Failed` Event) and prints how long it took since `started`.
-async fn assert_fails_within(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    reason: &str,
-    started: Instant,
-) -> McpTask {
-    let done = wait_terminal(client, ns, name).await;
-    eprintln!(
-        "{reason}: terminal {:?} after it started waiting",
-        started.elapsed()
-    );
-    assert_failed_as(client, ns, &done, reason).await;
-    done
-}
 
 #[tokio::test]
 async fn a_secret_volume_that_does_not_exist_fails_its_task_as_volume_mount_failed() {
@@ -63,7 +45,7 @@ async fn a_secret_volume_that_does_not_exist_fails_its_task_as_volume_mount_fail
             status_message(t).contains("ContainerCreating") || t.task_status() == TaskStatus::Failed
         })
         .await;
-        let done = assert_fails_within(&client, &ns, &name, "VolumeMountFailed", started).await;
+        let done = assert_fails(&client, &ns, &name, "VolumeMountFailed", started).await;
         let detail = error_detail(&done);
         assert!(
             detail.starts_with("FailedMount: ")
@@ -94,7 +76,7 @@ async fn a_job_its_queue_never_admits_fails_its_task_as_not_admitted() {
                 || t.task_status() == TaskStatus::Failed
         })
         .await;
-        let done = assert_fails_within(&client, &ns, &name, "NotAdmitted", started).await;
+        let done = assert_fails(&client, &ns, &name, "NotAdmitted", started).await;
         let detail = error_detail(&done);
         assert!(
             detail.contains("queue no-such-queue for more than 5s"),
@@ -126,7 +108,7 @@ async fn an_input_request_nobody_answers_fails_its_task_as_input_timeout() {
             conditions.iter().any(|c| c.type_ == "AwaitingInput"),
             "the status records since when it waits: {conditions:?}"
         );
-        let done = assert_fails_within(&client, &ns, &name, "InputTimeout", started).await;
+        let done = assert_fails(&client, &ns, &name, "InputTimeout", started).await;
         assert!(
             started.elapsed() < std::time::Duration::from_secs(30),
             "4 s timeout, ended after {:?}",

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_cancelled, assert_failed_as, error_detail, name_of, start_operator, wait_cancelled,
+    assert_cancelled, assert_fails, error_detail, name_of, start_operator, wait_cancelled,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ResourceQuota;
@@ -22,24 +22,6 @@ use mcp_task_operator_harness::operator::{
 };
 use mcp_task_operator_harness::with_temp_ns;
 use serde_json::{Value, json};
-
-/// Waits until the task ends; asserts it failed with `reason` (code -32603, a statusMessage, a
-/// Warning `Failed` Event) and prints how long it took since `started`.
-async fn assert_fails(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    reason: &str,
-    started: Instant,
-) -> McpTask {
-    let done = wait_terminal(client, ns, name).await;
-    eprintln!(
-        "{reason}: terminal {:?} after the task was created",
-        started.elapsed()
-    );
-    assert_failed_as(client, ns, &done, reason).await;
-    done
-}
 
 /// Creates a task of `tool` without arguments: its name and the time just before.
 async fn timed_task(client: &Client, ns: &str, tool: &str) -> (String, Instant) {

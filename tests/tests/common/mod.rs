@@ -147,6 +147,21 @@ pub fn error_detail(task: &McpTask) -> String {
     data["detail"].as_str().unwrap_or_default().to_owned()
 }
 
+/// Waits until task `name` ends; asserts it failed with `reason` (code -32603, a
+/// statusMessage, a Warning `Failed` Event) and prints how long it took since `started`.
+pub async fn assert_fails(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    reason: &str,
+    started: std::time::Instant,
+) -> McpTask {
+    let done = wait_terminal(client, ns, name).await;
+    eprintln!("{reason}: terminal {:?} after `started`", started.elapsed());
+    assert_failed_as(client, ns, &done, reason).await;
+    done
+}
+
 /// Asserts the task failed with `reason` (code -32603, a statusMessage) and waits for its
 /// Warning `Failed` Event; returns the task's Events.
 pub async fn assert_failed_as(
