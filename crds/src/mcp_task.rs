@@ -169,6 +169,12 @@ pub struct McpTaskSpec {
         .message("result is only allowed with status completed"),
     validation = Rule::new("!has(self.error) || self.status == 'failed'")
         .message("error is only allowed with status failed"),
+    // Transition rules (with oldSelf): a writer that missed the end of the task (a leader
+    // paused past its Lease) cannot rewrite what the client was told.
+    validation = Rule::new("oldSelf.status == 'working' || oldSelf.status == 'input_required' || (has(self.result) == has(oldSelf.result) && (!has(self.result) || self.result == oldSelf.result))")
+        .message("a terminal task's result never changes"),
+    validation = Rule::new("oldSelf.status == 'working' || oldSelf.status == 'input_required' || (has(self.error) == has(oldSelf.error) && (!has(self.error) || self.error == oldSelf.error))")
+        .message("a terminal task's error never changes"),
 )]
 pub struct McpTaskStatus {
     /// MCP status of the task: working, input_required, completed, failed or cancelled. The

@@ -3,6 +3,7 @@
 //! (`tools.rs`, `tasks.rs`), and kubectl shows the printer columns and explains the schema.
 
 mod tasks;
+mod terminal;
 mod tools;
 
 use kube::{
