@@ -196,7 +196,9 @@ pub struct McpTaskStatus {
     pub last_updated_at: Option<Time>,
 
     /// When the task expires and is deleted: createdAt + spec.ttlMs, moved later while the task
-    /// still runs (so a running task is never deleted). Unset for unlimited tasks.
+    /// still runs (so a running task is never deleted), and when it ends to at least the end +
+    /// the pollIntervalMs advised then + 30 s (so a client that follows the advice reads the
+    /// outcome). Unset for unlimited tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Time>,
 
@@ -310,10 +312,13 @@ impl McpTask {
         }))
     }
 
-    /// Whether the task's TTL has elapsed at `now`. Expired tasks are answered as not found
-    /// even before the operator deletes them.
+    /// Whether the task is gone for its client at `now`: it has ended and its expiry has
+    /// passed. Expired tasks are answered as expired even before the operator deletes them. A
+    /// task that has not ended never expires, whatever `expiresAt` says: the operator moves a
+    /// running task's expiry ahead, and when it is away (restarting, failing over, cut off from
+    /// the API server) the expiry stays behind while the task still runs.
     pub fn is_expired(&self, now: Timestamp) -> bool {
-        self.expires_at().is_some_and(|at| at <= now)
+        self.is_terminal() && self.expires_at().is_some_and(|at| at <= now)
     }
 
     /// The input requests still waiting for an answer: `status.inputRequests` minus the keys

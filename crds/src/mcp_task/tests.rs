@@ -45,6 +45,12 @@ fn status_times_win_over_metadata() {
 fn expiry_is_creation_plus_ttl_and_never_without_ttl() {
     let mut task = task(NEW);
     assert_eq!(task.expires_at(), Some(at("2026-08-01T12:01:00Z")));
+    // Not ended: never expired, even past its expiry (the operator may be away).
+    assert!(!task.is_expired(at("2026-08-01T12:01:00Z")));
+    task.status = Some(McpTaskStatus {
+        status: TaskStatus::Completed,
+        ..McpTaskStatus::default()
+    });
     assert!(!task.is_expired(at("2026-08-01T12:00:59Z")));
     assert!(task.is_expired(at("2026-08-01T12:01:00Z")));
     task.spec.ttl_ms = None;
@@ -56,6 +62,7 @@ fn expiry_is_creation_plus_ttl_and_never_without_ttl() {
 fn an_extended_expiry_moves_the_ttl_later_and_never_earlier() {
     let mut task = task(NEW);
     let extended = |at: Timestamp| McpTaskStatus {
+        status: TaskStatus::Failed,
         expires_at: Some(Time(at)),
         ..McpTaskStatus::default()
     };

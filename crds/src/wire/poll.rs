@@ -6,8 +6,15 @@
 //! to [`MIN_POLL_INTERVAL_MS`]..=[`MAX_POLL_INTERVAL_MS`]. After the first minute a client that
 //! follows it polls about 25 times per tenfold of the run time: a one-hour task costs 73 polls
 //! at 2 s, not 1800.
+//!
+//! Retention honours the advice: a task that ends at `ended` stays readable until at least
+//! [`readable_until`] = `ended` + the interval advised at `ended` + [`RETENTION_MARGIN_MS`].
+//! The advice only grows while a task runs, so the interval any earlier answer advised is no
+//! longer than the one advised at its end: a client that follows the advice always reads the
+//! outcome. At most [`MAX_POLL_INTERVAL_MS`] + the margin (10.5 minutes) after the end, and
+//! never less than the task's TTL (docs/DESIGN.md, "A task's lifetime").
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::mcp_tool::{MAX_POLL_INTERVAL_MS, MIN_POLL_INTERVAL_MS};
 
@@ -16,6 +23,10 @@ pub const POLL_AGE_DIVISOR: i64 = 10;
 /// The age until which a task keeps its own interval: one minute (short tasks are polled as
 /// the tool asks, and so alike by every replica).
 pub const POLL_GROWTH_AFTER_MS: i64 = 60_000;
+
+/// How long past the advised interval an ended task stays readable: a client's timer slack,
+/// the time its request takes, and the clock skew between replicas.
+pub const RETENTION_MARGIN_MS: i64 = 30_000;
 
 /// The interval advised at `now` for a task created at `created` whose own interval is `base`
 /// (`spec.pollIntervalMs`): see the module docs. `None` stays `None` (no advice). A time before
@@ -35,6 +46,15 @@ pub fn advised_poll_interval_ms(
         base.max(age_ms / POLL_AGE_DIVISOR)
     };
     Some(grown.clamp(MIN_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS))
+}
+
+/// The earliest moment a task created at `created` with its own interval `base`, which ended
+/// at `ended`, may be deleted: `ended` + the interval advised at `ended` (none: zero) +
+/// [`RETENTION_MARGIN_MS`].
+pub fn readable_until(base: Option<i64>, created: Timestamp, ended: Timestamp) -> Timestamp {
+    let advised = advised_poll_interval_ms(base, created, ended).unwrap_or(0);
+    let retention = SignedDuration::from_millis(advised.saturating_add(RETENTION_MARGIN_MS));
+    ended.checked_add(retention).unwrap_or(ended)
 }
 
 #[cfg(test)]
@@ -89,5 +109,15 @@ mod tests {
         }
         assert_eq!(polls, 73, "polls in an hour");
         assert_eq!(after(Some(500), 30), Some(500));
+    }
+
+    #[test]
+    fn an_ended_task_is_readable_for_the_interval_advised_at_its_end_plus_the_margin() {
+        let margin = RETENTION_MARGIN_MS / 1000;
+        let ended = |seconds| readable_until(Some(2_000), at(0), at(seconds));
+        assert_eq!(ended(10), at(10 + 2 + margin));
+        assert_eq!(ended(3_000), at(3_000 + 300 + margin));
+        assert_eq!(ended(86_400), at(86_400 + 600 + margin));
+        assert_eq!(readable_until(None, at(0), at(10)), at(10 + margin));
     }
 }

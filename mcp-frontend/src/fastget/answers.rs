@@ -54,7 +54,7 @@ pub struct Answer {
     pub terminal: bool,
     /// Whether the task is being deleted (never served).
     pub deleted: bool,
-    /// When the task expires, if it does.
+    /// When the task expires, if it has ended and does ([`McpTask::is_expired`]).
     expires_at: Option<Timestamp>,
     /// The tool's interval and the creation time, to advise the interval at each poll.
     poll: Option<(i64, Timestamp)>,
@@ -117,7 +117,7 @@ impl Answer {
             owner: task.spec.owner.clone(),
             terminal,
             deleted: crate::store::is_deleted(task),
-            expires_at: task.expires_at(),
+            expires_at: task.expires_at().filter(|_| terminal),
             poll,
             fixed_interval_ms,
             head,
@@ -127,7 +127,7 @@ impl Answer {
         }))
     }
 
-    /// Whether the task has expired at `now` (its TTL has passed).
+    /// Whether the task has expired at `now`: it has ended and its expiry has passed.
     pub fn is_expired(&self, now: Timestamp) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
     }

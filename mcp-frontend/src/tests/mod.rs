@@ -266,6 +266,10 @@ pub fn working() -> Option<McpTaskStatus> {
     Some(status(json!({"status": "working"})))
 }
 
+pub fn cancelled() -> Option<McpTaskStatus> {
+    Some(status(json!({"status": "cancelled"})))
+}
+
 /// Asserts the answer is the -32021 refusal (HTTP 400) of a request that needs a client
 /// capability, and returns the capabilities it names (`error.data.requiredCapabilities`).
 pub fn required_capabilities(status: StatusCode, body: &Value) -> &Value {

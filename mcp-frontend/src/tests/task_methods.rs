@@ -72,19 +72,35 @@ async fn unknown_foreign_and_malformed_ids_look_the_same() {
     assert!(!store.peek(&foreign).unwrap().is_cancel_requested());
 }
 
-#[tokio::test]
-async fn expired_tasks_answer_task_has_expired_to_their_owner() {
-    let (state, store) = test_state();
-    let id = stored_task(&store, anonymous(), working());
-    store.update(&id, |t| {
+/// Makes the stored task `id` two hours old: past its one-hour TTL.
+fn two_hours_old(store: &MemoryStore, id: &str) {
+    store.update(id, |t| {
         let past = Timestamp::now()
             .checked_sub(SignedDuration::from_hours(2))
             .unwrap();
         t.metadata.creation_timestamp = Some(Time(past));
     });
+}
+
+#[tokio::test]
+async fn expired_tasks_answer_task_has_expired_to_their_owner() {
+    let (state, store) = test_state();
+    let id = stored_task(&store, anonymous(), cancelled());
+    two_hours_old(&store, &id);
     let (_, body) = get_task(&state, &id).await;
     assert_eq!(body["error"]["code"], -32602);
     assert_eq!(body["error"]["message"], TASK_EXPIRED);
+}
+
+/// A task that has not ended is never "expired", even past its expiry: the operator, which
+/// keeps a running task's expiry ahead, may be away. -32602 would be final to the client.
+#[tokio::test]
+async fn a_running_task_past_its_expiry_is_still_served() {
+    let (state, store) = test_state();
+    let id = stored_task(&store, anonymous(), working());
+    two_hours_old(&store, &id);
+    let (_, body) = get_task(&state, &id).await;
+    assert_eq!(body["result"]["status"], "working", "{body}");
 }
 
 #[tokio::test]
@@ -207,18 +223,10 @@ async fn polling_a_task_faster_than_its_interval_gets_retry_after() {
 #[tokio::test]
 async fn task_error_messages_are_exact_and_unknown_equals_foreign_byte_for_byte() {
     let (state, store) = test_state();
-    let expire = |id: &str| {
-        store.update(id, |t| {
-            let past = Timestamp::now()
-                .checked_sub(SignedDuration::from_hours(2))
-                .unwrap();
-            t.metadata.creation_timestamp = Some(Time(past));
-        });
-    };
-    let own_expired = stored_task(&store, anonymous(), working());
-    expire(&own_expired);
-    let foreign_expired = stored_task(&store, "someone-else", working());
-    expire(&foreign_expired);
+    let own_expired = stored_task(&store, anonymous(), cancelled());
+    two_hours_old(&store, &own_expired);
+    let foreign_expired = stored_task(&store, "someone-else", cancelled());
+    two_hours_old(&store, &foreign_expired);
     let foreign = stored_task(&store, "someone-else", working());
     let unknown = mcp_task_operator_crds::task_id::generate();
 

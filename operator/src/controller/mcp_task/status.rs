@@ -9,6 +9,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use mcp_task_operator_crds::budget::{MAX_TASK_BYTES, task_bytes_with_status};
+use mcp_task_operator_crds::wire::poll::readable_until;
 use mcp_task_operator_crds::{McpTask, McpTaskStatus, RawJson, TaskStatus};
 
 use super::condition::with_succeeded;
@@ -34,6 +35,9 @@ pub struct StatusContext {
     pub created_at: Option<Timestamp>,
     /// When the task expires (createdAt + ttlMs), if it does.
     pub expires_at: Option<Timestamp>,
+    /// The task's own `pollIntervalMs` (`spec.pollIntervalMs`): an ended task stays readable
+    /// for the interval its answers advised ([`readable_until`]).
+    pub poll_interval_ms: Option<i64>,
     /// The task's `metadata.generation`.
     pub generation: Option<i64>,
     /// Where the log follower is, if one runs: recorded in the [`CHECKPOINT_CONDITION`].
@@ -84,6 +88,17 @@ pub fn next_status(
     // createdAt is fixed by the first write; later writes keep it whatever the context says.
     if let Some(created) = current.and_then(|c| c.created_at.clone()) {
         next.created_at = Some(created);
+    }
+    // An ending task stays readable at least as long as a client that follows the advised
+    // `pollIntervalMs` may take to look again (a TTL already longer stays).
+    if let (true, Some(expires), Some(created)) = (
+        next.status.is_terminal(),
+        next.expires_at.as_mut(),
+        next.created_at.as_ref(),
+    ) {
+        expires.0 = expires
+            .0
+            .max(readable_until(ctx.poll_interval_ms, created.0, ctx.now));
     }
     let visible_change = current.is_none_or(|c| !same_visible_state(c, &next));
     next.last_updated_at = if visible_change {

@@ -174,4 +174,70 @@ mod tests {
             Expiry::After(Duration::from_secs(1800))
         );
     }
+
+    /// A client that follows the advised `pollIntervalMs` (as the front end computes it)
+    /// reads the outcome whenever a task with the default one-hour TTL ends: the operator
+    /// extends the expiry while the task runs, writes the terminal status at the end, and
+    /// neither it nor a front end counts the task expired before the client's next look
+    /// plus the margin. Before retention followed the advice, a task ending at 59:59 expired
+    /// at 60:00 and the client, told at 55:xx to wait 5.5 minutes, got "Task has expired".
+    #[test]
+    fn a_client_following_the_advice_reads_the_outcome_whenever_the_task_ends() {
+        use mcp_task_operator_crds::wire::poll::{RETENTION_MARGIN_MS, advised_poll_interval_ms};
+
+        use super::super::outcome::Outcome;
+        use super::super::status::{StatusContext, next_status};
+
+        let base = Some(2_000);
+        let created = at("2026-08-01T12:00:00Z");
+        let ms = |t: i64| Timestamp::from_millisecond(created.as_millisecond() + t).unwrap();
+        for end in [
+            5_000, 61_000, 600_000, 3_000_000, 3_540_000, 3_599_999, 3_601_000, 86_400_000,
+        ] {
+            let mut task = with_status(task(), TaskStatus::Working, None);
+            task.spec.poll_interval_ms = base;
+            // The operator keeps a running task's expiry ahead, looking each second.
+            for second in 0..end / 1_000 {
+                if let Expiry::Extend(to) = expiry(&task, ms(second * 1_000)) {
+                    task.status.as_mut().unwrap().expires_at = Some(Time(to));
+                }
+            }
+            // The client's last look while it ran, and the next one the advice asked for.
+            let mut look = 0;
+            let next_look = loop {
+                let next = look + advised_poll_interval_ms(base, created, ms(look)).unwrap();
+                if next >= end {
+                    break next;
+                }
+                look = next;
+            };
+            let outcome = Outcome::Completed {
+                message: None,
+                result: serde_json::Map::new(),
+            };
+            let ctx = StatusContext {
+                job_name: None,
+                job_uid: None,
+                created_at: Some(created),
+                expires_at: task.expires_at(),
+                poll_interval_ms: base,
+                generation: Some(1),
+                checkpoint: None,
+                now: ms(end),
+            };
+            let status = next_status(task.status.as_ref(), &outcome, &ctx).expect("a write");
+            task.status = Some(status);
+            let late_look = ms(next_look + RETENTION_MARGIN_MS - 1);
+            assert!(
+                !task.is_expired(late_look),
+                "ended at {end} ms, looked again at {next_look} ms: expired at {:?}",
+                task.expires_at()
+            );
+            assert_ne!(expiry(&task, late_look), Expiry::Now, "ended at {end} ms");
+            // And it does go: no later than the longest advice plus the margin past its end
+            // (or its TTL).
+            let bound = ms(end + 600_000 + RETENTION_MARGIN_MS).max(ms(3_600_000));
+            assert_eq!(expiry(&task, bound), Expiry::Now, "ended at {end} ms");
+        }
+    }
 }

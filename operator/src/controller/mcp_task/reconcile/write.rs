@@ -49,6 +49,7 @@ pub async fn step(
         job_uid: own_job.and_then(|j| j.uid()),
         created_at: task.created_at(),
         expires_at: task.expires_at(),
+        poll_interval_ms: task.spec.poll_interval_ms,
         generation: task.metadata.generation,
         checkpoint: ctx.followers.state(uid).map(|s| lock(&s).view().checkpoint),
         now,

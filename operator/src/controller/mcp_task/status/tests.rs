@@ -17,6 +17,7 @@ fn ctx(now: &str) -> StatusContext {
         job_uid: None,
         created_at: Some(ts("2026-08-01T12:00:00Z")),
         expires_at: Some(ts("2026-08-01T13:00:00Z")),
+        poll_interval_ms: Some(2_000),
         generation: Some(1),
         checkpoint: None,
         now: ts(now),
