@@ -143,6 +143,18 @@ pub fn random_token() -> String {
         .collect()
 }
 
+/// A random bearer token shaped like a JWT (an RS256 header, random payload and signature):
+/// the front end cannot refuse it locally, so only a TokenReview tells it is not valid.
+pub fn random_jwt() -> String {
+    const HEADER: &str = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9"; // {"alg":"RS256","typ":"JWT"}
+    let segment = |n: usize| -> String {
+        (0..n)
+            .map(|_| char::from(b'a' + rand::rng().random_range(0..26u8)))
+            .collect()
+    };
+    format!("{HEADER}.{}.{}", segment(64), segment(86))
+}
+
 /// Asserts `reply` is a 401 whose `WWW-Authenticate` is a Bearer challenge with `error`
 /// (`None`: no token was sent, so no error is named), and whose body says what failed.
 pub fn assert_unauthorized(reply: &Reply, error: Option<&str>) {

@@ -273,6 +273,37 @@ impl Mcp {
     }
 }
 
+impl Mcp {
+    /// Opens `subscriptions/listen` for `task_ids` like [`Mcp::listen`]; a refusal (an answer
+    /// that is not an event stream) comes back as its [`Reply`].
+    pub async fn try_listen(&self, id: &str, task_ids: &[&str]) -> Result<Listen, Reply> {
+        let (headers, body) = listen_request(id, task_ids);
+        let response = self
+            .post(&headers, &body)
+            .await
+            .unwrap_or_else(|e| panic!("POST {} failed: {e}", self.url));
+        if response.status() == 200 && is_sse(&response) {
+            return Ok(Listen {
+                body: response.into_body(),
+                buffer: String::new(),
+            });
+        }
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("read response body")
+            .to_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        Err(Reply {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned())),
+            challenge: None,
+        })
+    }
+}
+
 /// The `subscriptions/listen` request with JSON-RPC id `id` for `task_ids`, declaring the
 /// Tasks extension, and its headers.
 pub fn listen_request(

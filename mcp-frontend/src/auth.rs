@@ -18,6 +18,8 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use crate::error::JsonRpcErrorResponse;
+use crate::held::{Hold, Refused};
 use crate::routes::refuse_unavailable;
 use crate::state::AppState;
 
@@ -99,6 +101,12 @@ pub enum AuthError {
 
 /// Turns a bearer token into an identity; `Ok(None)` means the token is not valid.
 pub trait TokenAuthenticator: Send + Sync + 'static {
+    /// Why `token` cannot be valid, known without asking anyone (say, it is not a JWT where
+    /// only JWTs are accepted); `None` to go on to [`TokenAuthenticator::authenticate`].
+    fn malformed(&self, _token: &str) -> Option<&'static str> {
+        None
+    }
+
     /// Checks `token`.
     fn authenticate<'a>(
         &'a self,
@@ -118,21 +126,74 @@ pub enum Auth {
 }
 
 /// Middleware: establishes the [`Caller`] and its [`Identity`] (both request extensions) or
-/// answers 401.
+/// answers 401; the request holds its source's and caller's request slots ([`admit`]) until
+/// its answer.
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let identity = match identify(&state, request.headers()).await {
-        Ok(identity) => identity,
+    let admitted = match admit(&state, request.headers(), request.extensions()).await {
+        Ok(admitted) => admitted,
         Err(refusal) => return refusal,
     };
+    let identity = admitted.identity.clone();
     request
         .extensions_mut()
         .insert(Caller(identity.user.clone()));
     request.extensions_mut().insert(identity);
-    next.run(request).await
+    let response = next.run(request).await;
+    drop(admitted);
+    response
+}
+
+/// An authenticated request and the request slots it holds ([`crate::held`]) until dropped.
+#[derive(Debug)]
+pub struct Admitted {
+    /// Who sent it.
+    pub identity: Arc<Identity>,
+    _source: Option<Hold>,
+    _caller: Option<Hold>,
+}
+
+/// The caller of a request (with `headers` and `extensions`) and the slots it holds, or the
+/// response that refuses it: its source is over `MAX_REQUESTS_PER_SOURCE` (checked first, so
+/// unauthenticated load is capped before any TokenReview), the token is not valid, or the
+/// caller is over `MAX_REQUESTS_PER_CALLER` (not with `AUTH_MODE=none`, where all callers
+/// are one).
+pub async fn admit(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    extensions: &axum::http::Extensions,
+) -> Result<Admitted, Response> {
+    let caps = &state.request_caps;
+    let source = crate::held::source(headers, extensions, state.config.trust_forwarded_for);
+    let source = match source {
+        Some(source) => caps.source.try_hold(&source).map_err(too_many)?,
+        None => None,
+    };
+    let identity = identify(state, headers).await?;
+    let caller = match state.auth {
+        Auth::None => None,
+        _ => caps.caller.try_hold(&identity.user).map_err(too_many)?,
+    };
+    Ok(Admitted {
+        identity,
+        _source: source,
+        _caller: caller,
+    })
+}
+
+/// HTTP 429 with `Retry-After` and the -31002 naming the cap (the body is not read yet, so
+/// the `id` is null).
+fn too_many(refused: Refused) -> Response {
+    let error = JsonRpcErrorResponse::new(None, refused.error_data(), false);
+    let mut response = error.into_response();
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// The caller a request with `headers` comes from, or the response that refuses it.
@@ -152,6 +213,10 @@ pub async fn identify(
             let Some(token) = bearer_token(headers) else {
                 return Err(unauthorized(state, None));
             };
+            // Refused without a TokenReview: junk costs the API server nothing.
+            if let Some(reason) = authenticator.malformed(token) {
+                return Err(refuse_token(state, Some(reason)));
+            }
             // A replica cut off from the API server refuses every request anyway (see
             // `routes::unavailable_reason`): say so at once, as JSON-RPC, rather than wait for
             // a review that cannot answer.
@@ -163,7 +228,7 @@ pub async fn identify(
             }
             match authenticator.authenticate(token).await {
                 Ok(Some(identity)) => Ok(identity),
-                Ok(None) => Err(unauthorized(state, Some("invalid_token"))),
+                Ok(None) => Err(refuse_token(state, None)),
                 Err(error) => {
                     tracing::error!(error = %crate::error::ErrorChain(&error), "authentication failed");
                     Err(refuse_unavailable(
@@ -183,11 +248,26 @@ fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-fn unauthorized(state: &AppState, error: Option<&str>) -> Response {
+/// 401 `invalid_token`, with `description` (printable ASCII without `"` or `\`, as RFC 6750
+/// §3 asks) when the token was refused without a review.
+fn refuse_token(state: &AppState, description: Option<&'static str>) -> Response {
+    let mut response = unauthorized(state, Some(("invalid_token", description)));
+    if let Some(description) = description {
+        *response.body_mut() = axum::body::Body::from(format!(
+            "Unauthorized: the bearer token is not valid ({description})"
+        ));
+    }
+    response
+}
+
+fn unauthorized(state: &AppState, error: Option<(&str, Option<&str>)>) -> Response {
     let mut challenge = String::from("Bearer");
     let mut params = Vec::new();
-    if let Some(error) = error {
+    if let Some((error, description)) = error {
         params.push(format!("error=\"{error}\""));
+        if let Some(description) = description {
+            params.push(format!("error_description=\"{description}\""));
+        }
     }
     if let Some(url) = metadata_url(state) {
         params.push(format!("resource_metadata=\"{url}\""));

@@ -111,6 +111,11 @@ pub struct Config {
     /// gzip-coded to a client that accepts it (`Accept-Encoding`), compressed once per task
     /// state; 0 turns it off. Default 8192.
     pub gzip_min_bytes: usize,
+    /// `TRUST_FORWARDED_FOR`: take a request's source (for the per-source caps) from the last
+    /// address of its `X-Forwarded-For` instead of the connection's peer. Set it only behind a
+    /// proxy that appends the client's address (an ingress controller); otherwise a client
+    /// could name any source. Default `false`.
+    pub trust_forwarded_for: bool,
     /// Per-caller quotas and input bounds (see [`Limits`]).
     pub limits: Limits,
 }
@@ -158,6 +163,21 @@ pub struct Limits {
     /// interval is never refused, however many tasks it has. Default 0: no limit; at most
     /// [`POLL_BURST_CEILING`].
     pub poll_burst_per_task: usize,
+    /// `MAX_REQUESTS_PER_SOURCE`: `/mcp` requests one client address (see
+    /// `TRUST_FORWARDED_FOR`) may have in flight, counted from before authentication; past it
+    /// HTTP 429 with -31002 naming the setting. Default 256; 0: no cap.
+    pub max_requests_per_source: usize,
+    /// `MAX_REQUESTS_PER_CALLER`: `/mcp` requests one authenticated caller may have in flight
+    /// (a synchronous `tools/call` holds one until its result); past it HTTP 429 with -31002
+    /// naming the setting. Not applied with `AUTH_MODE=none`, where every caller is one.
+    /// Default 128; 0: no cap.
+    pub max_requests_per_caller: usize,
+    /// `MAX_SUBSCRIPTIONS_PER_SOURCE`: open `subscriptions/listen` streams per client address;
+    /// past it -31002 naming the setting. Default 500; 0: no cap.
+    pub max_subscriptions_per_source: usize,
+    /// `MAX_SUBSCRIPTIONS_PER_CALLER`: open `subscriptions/listen` streams per caller; past it
+    /// -31002 naming the setting. Not applied with `AUTH_MODE=none`. Default 100; 0: no cap.
+    pub max_subscriptions_per_caller: usize,
 }
 
 impl Limits {
@@ -206,6 +226,10 @@ impl Limits {
             )?,
             max_listen_task_ids: at_most("MAX_LISTEN_TASK_IDS", 100, LISTEN_TASK_IDS_CEILING)?,
             poll_burst_per_task: at_most("POLL_BURST_PER_TASK", 0, POLL_BURST_CEILING)?,
+            max_requests_per_source: parse(get, "MAX_REQUESTS_PER_SOURCE", Some(256))?,
+            max_requests_per_caller: parse(get, "MAX_REQUESTS_PER_CALLER", Some(128))?,
+            max_subscriptions_per_source: parse(get, "MAX_SUBSCRIPTIONS_PER_SOURCE", Some(500))?,
+            max_subscriptions_per_caller: parse(get, "MAX_SUBSCRIPTIONS_PER_CALLER", Some(100))?,
         })
     }
 }
@@ -273,6 +297,7 @@ impl Config {
             fast_call: parse(&get, "FAST_CALL", Some(true))?,
             answer_cache_bytes: parse(&get, "ANSWER_CACHE_BYTES", Some(64 << 20))?,
             gzip_min_bytes: parse(&get, "GZIP_MIN_BYTES", Some(8192))?,
+            trust_forwarded_for: parse(&get, "TRUST_FORWARDED_FOR", Some(false))?,
             limits: Limits::from_get(&get)?,
         };
         if config.auth_mode == AuthMode::None && !config.allow_unauthenticated {

@@ -42,6 +42,8 @@ pub mod error;
 pub mod fastcall;
 pub mod fastget;
 pub mod handler;
+pub mod held;
+pub mod jwt;
 pub mod listen;
 pub mod metrics;
 pub mod origin;

@@ -76,7 +76,31 @@ pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Respons
             accepted.insert(id.clone());
         }
     }
-    // Each open stream holds a permit until it ends.
+    // Each open stream holds its source's and caller's slots (the caller's not with
+    // AUTH_MODE=none, where every caller is one) and a permit until it ends.
+    let caps = &state.subscription_caps;
+    let source = crate::held::source(
+        &parts.headers,
+        &parts.extensions,
+        state.config.trust_forwarded_for,
+    );
+    let held = source
+        .map(|source| caps.source.try_hold(&source))
+        .transpose()
+        .and_then(|source| {
+            let caller = match state.auth {
+                crate::auth::Auth::None => None,
+                _ => caps.caller.try_hold(caller.as_str())?,
+            };
+            Ok((source.flatten(), caller))
+        });
+    let held = match held {
+        Ok(held) => held,
+        Err(refused) => {
+            let error = refused.error_data();
+            return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();
+        }
+    };
     let Ok(permit) = state.subscriptions.clone().try_acquire_owned() else {
         let error = ErrorData::internal_error("Subscription limit reached", None);
         return JsonRpcErrorResponse::new(Some(listen.id), error, false).into_response();
@@ -89,7 +113,7 @@ pub async fn listen_tasks(state: AppState, parts: Parts, body: Bytes) -> Respons
     };
     tokio::spawn(async move {
         stream_tasks(state, caller, listen.id, filter, tx).await;
-        drop(permit);
+        drop((permit, held));
     });
     let mut response = Sse::new(ReceiverStream::new(rx))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

@@ -83,7 +83,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             tracing::warn!(%error, "failed to set TCP_NODELAY");
         }
     });
-    let app = axum::ServiceExt::<axum::extract::Request>::into_make_service(app(state));
+    // The peer address is the request's source for the per-source caps (`crate::held`).
+    let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+        std::net::SocketAddr,
+    >(app(state));
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;

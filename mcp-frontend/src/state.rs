@@ -15,6 +15,7 @@ use crate::auth::Auth;
 use crate::authz::Authz;
 use crate::config::{AuthMode, AuthorizationMode, Config};
 use crate::fastget::FastGet;
+use crate::held::SlotCaps;
 use crate::metrics::Metrics;
 use crate::quota::CallerQuota;
 use crate::ratelimit::RateLimiter;
@@ -45,6 +46,10 @@ pub struct AppState {
     /// Permits for `/mcp` requests being served (`MAX_CONCURRENT_REQUESTS`), shared by the
     /// layer stack and the `tasks/get` fast path in front of it.
     pub requests: Arc<Semaphore>,
+    /// What one source and one caller may hold of [`AppState::requests`].
+    pub request_caps: SlotCaps,
+    /// What one source and one caller may hold of [`AppState::subscriptions`].
+    pub subscription_caps: SlotCaps,
     /// The per-caller `tasks/get` limit for IDs that are not the caller's tasks, when
     /// configured.
     pub poll_limiter: Option<Arc<RateLimiter>>,
@@ -88,6 +93,14 @@ impl AppState {
             authz,
             subscriptions: Arc::new(Semaphore::new(config.max_subscriptions)),
             requests: Arc::new(Semaphore::new(config.max_concurrent_requests)),
+            request_caps: SlotCaps::requests(
+                limits.max_requests_per_source,
+                limits.max_requests_per_caller,
+            ),
+            subscription_caps: SlotCaps::subscriptions(
+                limits.max_subscriptions_per_source,
+                limits.max_subscriptions_per_caller,
+            ),
             poll_limiter: (config.poll_rate_per_second > 0.0).then(|| {
                 let rate = config.poll_rate_per_second;
                 Arc::new(RateLimiter::new(rate, rate * 2.0))

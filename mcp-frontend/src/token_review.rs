@@ -2,7 +2,8 @@
 //! a projected ServiceAccount token) against the configured audiences, which must not be empty
 //! (MCP forbids accepting tokens issued for another service, such as the API server itself).
 //! Answers are cached by the token's SHA-256 ([`crate::review_cache`]), so a polling client
-//! does not cost one API call per request and concurrent requests share one review.
+//! does not cost one API call per request and concurrent requests share one review. A token
+//! that is not a JWT is refused before any review ([`crate::jwt`]).
 
 use std::sync::Arc;
 
@@ -73,6 +74,11 @@ impl TokenReviewer {
 }
 
 impl TokenAuthenticator for TokenReviewer {
+    /// ServiceAccount and OIDC tokens are JWTs: anything else is refused before a review.
+    fn malformed(&self, token: &str) -> Option<&'static str> {
+        crate::jwt::malformed(token)
+    }
+
     fn authenticate<'a>(
         &'a self,
         token: &'a str,

@@ -139,9 +139,12 @@ async fn answer(
     let Ok(permit) = state.requests.acquire().await else {
         return Err(request);
     };
-    let Ok(identity) = crate::auth::identify(state, request.headers()).await else {
+    // Held until the answer, as the stack's auth layer holds it.
+    let Ok(admitted) = crate::auth::admit(state, request.headers(), request.extensions()).await
+    else {
         return Err(request);
     };
+    let identity = admitted.identity.clone();
     if crate::routes::unavailable_reason(state).is_some() {
         return Err(request);
     }
