@@ -138,7 +138,8 @@ chaos: ## fault suite on the running cluster: SIGKILLs, API server restart, kube
 # stops are started again (a no-op when they run).
 .PHONY: chaos-run
 chaos-run:
-	status=0; KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked \
+	status=0; MTO_OPERATOR_BIN=$(CARGO_TARGET_DIR)/debug/mcp-task-operator \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) cargo test -p mcp-task-operator-tests --locked \
 	  --test chaos -- --ignored --nocapture || status=$$?; \
 	hack/cluster-ctl.sh start kube-apiserver >/dev/null || true; \
 	hack/cluster-ctl.sh start kubelet >/dev/null || true; \

@@ -7,6 +7,10 @@
 //! every API call by the client's own, see [`crate::deadline`]): a renewal that hangs cannot
 //! keep a leader acting.
 //!
+//! Every acquisition and renewal is recorded in the [`Fence`]: the controllers' client refuses
+//! writes once the last renewal is older than the renew deadline, even before [`keep`] returns
+//! (a process paused past its Lease wakes with both due at once).
+//!
 //! NB: Leases are the one place where get-then-replace is right: the resourceVersion makes the
 //! replace fail if another replica wrote the Lease in between, which is the whole point.
 
@@ -20,6 +24,7 @@ use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 
 use crate::error::{Error, KubeOp, Result};
+use crate::fence::Fence;
 use crate::liveness::Liveness;
 
 /// What a replica should do with the Lease as it found it.
@@ -174,23 +179,30 @@ pub enum Lost {
     RenewDeadline,
 }
 
-/// Waits until this replica holds the Lease, trying every retry period. Returns when the
-/// attempt that acquired it started: the Lease it wrote is valid from no earlier than that.
+/// Waits until this replica holds the Lease, trying every retry period, and opens `fence`.
+/// Returns when the attempt that acquired it started: the Lease it wrote is valid from no
+/// earlier than that.
 pub async fn acquire(
     api: &Api<Lease>,
     name: &str,
     identity: &str,
     timing: Timing,
     liveness: &Liveness,
+    fence: &Fence,
 ) -> Instant {
-    acquire_with(timing, liveness, || {
+    acquire_with(timing, liveness, fence, || {
         try_hold(api, name, identity, timing.lease_duration)
     })
     .await
 }
 
 /// [`acquire`] with `attempt` trying the Lease once.
-pub async fn acquire_with<F, Fut>(timing: Timing, liveness: &Liveness, mut attempt: F) -> Instant
+pub async fn acquire_with<F, Fut>(
+    timing: Timing,
+    liveness: &Liveness,
+    fence: &Fence,
+    mut attempt: F,
+) -> Instant
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<bool>>,
@@ -200,6 +212,7 @@ where
         // An attempt on an API server that does not answer ends at the renew deadline.
         match tokio::time::timeout(timing.renew_deadline, attempt()).await {
             Ok(Ok(true)) => {
+                fence.renewed(started);
                 liveness.election_step();
                 return started;
             }
@@ -219,15 +232,17 @@ where
 /// renewal found another holder, or none succeeded within the renew deadline of the start of
 /// the last one that did (`acquired`, for the first). Every attempt ends by that deadline,
 /// however the API server behaves, so the leader stops before the Lease it last wrote expires.
+/// Each renewal is recorded in `fence`, which is closed when this returns.
 pub async fn keep(
     api: &Api<Lease>,
     name: &str,
     identity: &str,
     timing: Timing,
     liveness: &Liveness,
+    fence: &Fence,
     acquired: Instant,
 ) -> Lost {
-    keep_with(timing, liveness, acquired, || {
+    keep_with(timing, liveness, fence, acquired, || {
         try_hold(api, name, identity, timing.lease_duration)
     })
     .await
@@ -237,6 +252,23 @@ pub async fn keep(
 pub async fn keep_with<F, Fut>(
     timing: Timing,
     liveness: &Liveness,
+    fence: &Fence,
+    acquired: Instant,
+    attempt: F,
+) -> Lost
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool>>,
+{
+    let lost = renew_until_lost(timing, liveness, fence, acquired, attempt).await;
+    fence.close();
+    lost
+}
+
+async fn renew_until_lost<F, Fut>(
+    timing: Timing,
+    liveness: &Liveness,
+    fence: &Fence,
     acquired: Instant,
     mut attempt: F,
 ) -> Lost
@@ -254,7 +286,10 @@ where
             return Lost::RenewDeadline;
         }
         match tokio::time::timeout_at(deadline, attempt()).await {
-            Ok(Ok(true)) => renewed = started,
+            Ok(Ok(true)) => {
+                renewed = started;
+                fence.renewed(started);
+            }
             Ok(Ok(false)) => return Lost::TakenOver,
             Ok(Err(e)) => tracing::warn!(error = %e, "failed to renew the leader Lease"),
             Err(_) => tracing::warn!("a renewal of the leader Lease did not finish in time"),
@@ -263,8 +298,10 @@ where
     }
 }
 
-/// Releases the Lease on shutdown so the standby takes over at once. Best effort.
-pub async fn release(api: &Api<Lease>, name: &str, identity: &str) {
+/// Closes `fence`, then releases the Lease on shutdown so the standby takes over at once.
+/// Best effort.
+pub async fn release(api: &Api<Lease>, name: &str, identity: &str, fence: &Fence) {
+    fence.close();
     let Ok(Some(mut lease)) = api.get_opt(name).await else {
         return;
     };
@@ -301,6 +338,10 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn fence() -> Fence {
+        Fence::new(TIMING.renew_deadline)
+    }
+
     const TIMING: Timing = Timing {
         lease_duration: Duration::from_secs(15),
         renew_deadline: Duration::from_secs(10),
@@ -331,7 +372,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_hanging_renewal_stops_the_leader_before_the_lease_expires() {
         let acquired = Instant::now();
-        let lost = keep_with(TIMING, &Liveness::default(), acquired, attempts(2, None)).await;
+        let lost = keep_with(
+            TIMING,
+            &Liveness::default(),
+            &fence(),
+            acquired,
+            attempts(2, None),
+        )
+        .await;
         assert_eq!(lost, Lost::RenewDeadline);
         // Renewed at 2 s and 4 s; the third attempt (at 6 s) hangs: stop at 4 + 10 s.
         assert_eq!(acquired.elapsed(), Duration::from_secs(14));
@@ -347,7 +395,7 @@ mod tests {
                 field: "spec",
             })
         };
-        let lost = keep_with(TIMING, &Liveness::default(), acquired, failing).await;
+        let lost = keep_with(TIMING, &Liveness::default(), &fence(), acquired, failing).await;
         assert_eq!(lost, Lost::RenewDeadline);
         assert_eq!(acquired.elapsed(), TIMING.renew_deadline);
     }
@@ -358,6 +406,7 @@ mod tests {
         let lost = keep_with(
             TIMING,
             &Liveness::default(),
+            &fence(),
             acquired,
             attempts(1, Some(false)),
         )
@@ -370,19 +419,52 @@ mod tests {
     async fn a_leader_that_renews_keeps_leading() {
         let kept = tokio::time::timeout(
             Duration::from_secs(3600),
-            keep_with(TIMING, &Liveness::default(), Instant::now(), || async {
+            keep_with(
+                TIMING,
+                &Liveness::default(),
+                &fence(),
+                Instant::now(),
+                || async { Ok(true) },
+            ),
+        )
+        .await;
+        assert!(kept.is_err(), "still leading after an hour of renewals");
+    }
+
+    /// The fence is what the controllers' writes check: open while renewals succeed (here 30
+    /// s after acquiring, three renew deadlines), closed once the Lease is lost.
+    #[tokio::test(start_paused = true)]
+    async fn renewals_keep_the_fence_open_and_a_lost_lease_closes_it() {
+        let fence = fence();
+        let acquired =
+            acquire_with(TIMING, &Liveness::default(), &fence, || async { Ok(true) }).await;
+        assert!(fence.check().is_ok(), "open once acquired");
+        let renewing = tokio::time::timeout(
+            Duration::from_secs(30),
+            keep_with(TIMING, &Liveness::default(), &fence, acquired, || async {
                 Ok(true)
             }),
         )
         .await;
-        assert!(kept.is_err(), "still leading after an hour of renewals");
+        assert!(renewing.is_err(), "still leading");
+        assert!(fence.check().is_ok(), "renewed 2 s ago");
+        let lost = keep_with(
+            TIMING,
+            &Liveness::default(),
+            &fence,
+            Instant::now(),
+            attempts(1, Some(false)),
+        )
+        .await;
+        assert_eq!(lost, Lost::TakenOver);
+        assert!(fence.check().is_err(), "closed with the Lease lost");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_hanging_attempt_to_acquire_ends_and_is_retried() {
         let begun = Instant::now();
         let mut answers = [None, Some(false), Some(true)].into_iter();
-        let acquired = acquire_with(TIMING, &Liveness::default(), move || {
+        let acquired = acquire_with(TIMING, &Liveness::default(), &fence(), move || {
             let answer = answers.next().expect("three attempts");
             async move {
                 match answer {

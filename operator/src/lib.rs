@@ -13,6 +13,7 @@ pub mod controller;
 pub mod deadline;
 pub mod error;
 pub mod events;
+pub mod fence;
 pub mod http;
 pub mod leader;
 pub mod liveness;

@@ -9,10 +9,11 @@ use kube::api::ListParams;
 use mcp_task_operator::config::Config;
 use mcp_task_operator::context::Context;
 use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
+use mcp_task_operator::fence::Fence;
 use mcp_task_operator::liveness::Liveness;
 use mcp_task_operator::log_clients::LogClients;
 use mcp_task_operator::state::State;
-use mcp_task_operator::{deadline, http, leader};
+use mcp_task_operator::{deadline, fence, http, leader};
 use mcp_task_operator_crds::{McpTask, McpTool};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -55,6 +56,15 @@ async fn run() -> Result<(), BoxError> {
 
     let kube_config = kube::Config::infer().await?;
     let client = deadline::client(kube_config.clone(), config.api_timeout, state.metrics())?;
+    // The controllers write only while the Lease is fresh (fence.rs); the Lease and the checks
+    // before leading go through the unfenced client.
+    let fence = Arc::new(Fence::new(timing.renew_deadline));
+    let fenced = fence::client(
+        kube_config.clone(),
+        config.api_timeout,
+        state.metrics(),
+        Arc::clone(&fence),
+    )?;
     let log_clients = LogClients::http2(
         kube_config,
         config.scale.log_streams_per_connection,
@@ -89,7 +99,7 @@ async fn run() -> Result<(), BoxError> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
     let (lease, me) = (&config.lease_name, &config.identity);
     let acquired = tokio::select! {
-        acquired = leader::acquire(&leases, lease, me, timing, &liveness) => acquired,
+        acquired = leader::acquire(&leases, lease, me, timing, &liveness, &fence) => acquired,
         () = shutdown.clone().cancelled_owned() => return Ok(()),
     };
     state.metrics().set_leader(true);
@@ -97,7 +107,7 @@ async fn run() -> Result<(), BoxError> {
 
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(
-        Context::new(client.clone(), state.metrics(), config.clone(), trigger)
+        Context::new(fenced, state.metrics(), config.clone(), trigger)
             .with_liveness(Arc::clone(&liveness))
             .with_log_clients(log_clients),
     );
@@ -112,7 +122,7 @@ async fn run() -> Result<(), BoxError> {
     );
     let lost = tokio::select! {
         _ = controllers => None,
-        lost = leader::keep(&leases, lease, me, timing, &liveness, acquired) => Some(lost),
+        lost = leader::keep(&leases, lease, me, timing, &liveness, &fence, acquired) => Some(lost),
     };
     state.metrics().set_leader(false);
     if let Some(lost) = lost {
@@ -125,7 +135,7 @@ async fn run() -> Result<(), BoxError> {
         );
         std::process::exit(1);
     }
-    leader::release(&leases, lease, me).await;
+    leader::release(&leases, lease, me, &fence).await;
     Ok(())
 }
 

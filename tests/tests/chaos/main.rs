@@ -8,6 +8,8 @@
 //! mid-poll; c. kube-apiserver is restarted; d. the kubelet is stopped for 30 s; e. one
 //! front-end replica is cut off the API server for 30 s (iptables in its network namespace):
 //! its readiness fails and requests it still gets are refused at once, then it heals.
+//! `frozen.rs` (f.) runs on its own: two operator processes, the leader SIGSTOPped past its
+//! Lease and woken after the standby ended its tasks; it must write nothing after it wakes.
 //!
 //! After each: every task reaches the terminal status its tool dictates, each task's Job had
 //! one UID ever, no terminal status changed (a watch records every transition), every client
@@ -40,6 +42,7 @@ use tokio::task::{JoinHandle, block_in_place};
 #[path = "../common/mod.rs"]
 mod common;
 mod faults;
+mod frozen;
 mod wave;
 
 const RELEASE: &str = "chaos";
@@ -47,6 +50,8 @@ const FRONTEND: &str = "app.kubernetes.io/instance=chaos,app.kubernetes.io/compo
 const OPERATOR: &str = "app.kubernetes.io/instance=chaos,app.kubernetes.io/component=operator";
 /// Generous limit on anything the suite waits for; only a hung stack reaches it.
 const PATIENCE: Duration = Duration::from_secs(300);
+/// Held by each test of the suite while it runs: the faults of one would break another's.
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How much work each wave puts in flight (`MTO_CHAOS_SCALE`: unset = full, `ci` = bounded).
 struct Scale {
@@ -148,6 +153,7 @@ struct Suite {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "fault injection on the shared cluster: run by `make chaos` and `make test`"]
 async fn tasks_survive_killed_leaders_frontends_apiserver_kubelet_and_a_partition() {
+    let _alone = CLUSTER.lock().await;
     with_temp_ns("chaos", |client, ns| async move {
         let begun = Instant::now();
         prepare_examples_blocking(&client).await;
