@@ -219,8 +219,10 @@ pub struct McpToolSpec {
 
     /// Most tasks of this tool (in the namespace) whose Job exists at once (1 to 10000;
     /// unset means no limit). A task beyond it stays `working` with the status message
-    /// "Queued: N ahead" and no Job, and is admitted in creation order (creationTimestamp,
-    /// then name) as earlier tasks end. A queued task can be cancelled, and expires as usual.
+    /// "Queued: N ahead" and no Job, and is admitted as earlier tasks end, callers
+    /// (spec.owner) taking turns: by the slots the caller holds plus its tasks queued before,
+    /// then by when the caller last got a slot, then creation order (creationTimestamp, then
+    /// name). A queued task can be cancelled, and expires as usual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000))]
     pub max_concurrent_tasks: Option<i64>,
