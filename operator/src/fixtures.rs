@@ -225,7 +225,13 @@ pub mod api {
                     .await
                     .expect("the reconcile made this call");
                 if request.uri().path().ends_with("/log") {
-                    let response = Response::builder().body(Body::from(logs.as_bytes().to_vec()));
+                    // As the kubelet serves it with `timestamps=true`: each line with its time.
+                    let stamped: String = logs
+                        .split_inclusive('\n')
+                        .enumerate()
+                        .map(|(i, line)| format!("2026-01-01T00:00:00.{i:03}Z {line}"))
+                        .collect();
+                    let response = Response::builder().body(Body::from(stamped.into_bytes()));
                     send.send_response(response.expect("response"));
                     continue;
                 }

@@ -58,6 +58,12 @@ impl LineSplitter {
         (self.current_len > 0).then(|| self.take(true))
     }
 
+    /// Forgets the partial last line (a new read of the log will deliver it whole).
+    pub fn discard_partial(&mut self) {
+        self.current.clear();
+        self.current_len = 0;
+    }
+
     fn append(&mut self, bytes: &[u8]) {
         let room = self.max_line_bytes.saturating_sub(self.current.len());
         self.current

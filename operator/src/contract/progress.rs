@@ -141,6 +141,24 @@ impl Progress {
         self
     }
 
+    /// The same progress, resumed from what a task's status shows: its latest status message
+    /// and its outstanding input requests (bounded as if the tool had sent them).
+    pub fn resumed(
+        mut self,
+        status_message: Option<String>,
+        input_requests: BTreeMap<String, Value>,
+    ) -> Self {
+        self.status_message = status_message;
+        drop(self.add_input_requests(input_requests));
+        self
+    }
+
+    /// Forgets the partial last line: the log is being read again, and that read delivers it
+    /// whole.
+    pub fn discard_partial_line(&mut self) {
+        self.splitter.discard_partial();
+    }
+
     /// Feeds a chunk of the log stream; returns the warnings its complete lines raised.
     pub fn push_bytes(&mut self, chunk: &[u8]) -> Vec<ProgressWarning> {
         let lines = self.splitter.push(chunk);

@@ -1,25 +1,31 @@
 //! Following a tool container's logs through the API and folding them into [`Progress`].
 //!
-//! One background task per running task reads the log from its start (so a restarted operator
-//! rebuilds the same progress from the cluster alone), feeds the bytes to the task's
+//! One background task per running task reads the log, feeds the bytes to the task's
 //! [`Progress`], reports output warnings and asks for a reconcile after every chunk. The
 //! follower owns its timing: it reads a dropped stream of a running container again, and
 //! decides whether a stopped container's output was read whole ([`Verdict`]). The reconciler
 //! only asks it what it knows ([`FollowState::view`]); status writes are coalesced there.
 //!
-//! Two rules keep what the follower reports honest:
+//! Every read asks for the kubelet's timestamps, so each line has a place in the container's
+//! whole log ([`LinePos`]) that the kubelet's log rotation does not move: it rotates a running
+//! container's log past `containerLogMaxSize` (10 MiB by default) and serves only the newest
+//! file, while a followed stream goes on through the rotation. Three rules keep what the
+//! follower reports honest:
 //!
+//! - **Nothing twice, nothing lost.** A read folds only the lines past the last one folded: a
+//!   stream read again after it dropped (from the second of that line: `sinceTime`) adds what
+//!   is new, whether or not the log was rotated meanwhile.
 //! - **A result only from a complete read.** A stopped container's log is final, so it is read
-//!   again (without following) until two clean reads return the same bytes (length and hash):
-//!   no clock is compared with the node's. A log that cannot be read so within [`MAX_READS`]
-//!   clean reads (or [`MAX_FAILED_READS`] failed ones) is [`Verdict::Unavailable`], and the
-//!   task fails rather than complete from a part.
-//! - **Resume from a checkpoint.** The status records ([`Checkpoint`]) how many log bytes its
-//!   state was decided from and how many output warnings were reported. A follower started
-//!   after a failover reads the log again from byte 0 (the state must be rebuilt whole: the
-//!   plain output, every input request), but is not [`FollowView::ready`] until it has read as
-//!   far as the checkpoint, and reports only the warnings past the recorded count. A re-read
-//!   of the same pod in one process works the same way: what a client saw never goes back.
+//!   again (without following) until two clean reads end at the same line, which the progress
+//!   holds: no clock is compared with the node's. A log that cannot be read so within
+//!   [`MAX_READS`] clean reads (or [`MAX_FAILED_READS`] failed ones) is
+//!   [`Verdict::Unavailable`], and the task fails rather than complete from a part.
+//! - **Resume from the checkpoint.** The status records ([`Checkpoint`]) the last line its state
+//!   was decided from and how many output warnings were reported. A follower started after a
+//!   failover starts from what the status shows (its status message and open input requests,
+//!   [`Resume`]), so a task's visible state never waits for a log to be read again. It replays
+//!   the log the kubelet still serves in the background (the plain output is rebuilt from it)
+//!   and takes the replay over once it passes the checkpoint; it reports only warnings past it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,7 +37,9 @@ use kube::runtime::reflector::Store;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
+pub use self::checkpoint::{Checkpoint, Resume, resume_of};
 use self::read::Reader;
+pub use self::stamp::LinePos;
 use crate::log_clients::LogClients;
 
 use super::observe::{FailureReason, Workload};
@@ -50,21 +58,9 @@ pub const MAX_READS: u32 = 15;
 /// [`STREAM_SETTLE`] between them, about two minutes for a kubelet to come back (the fault
 /// suite stops it for 30 s; a restart takes seconds).
 pub const MAX_FAILED_READS: u32 = 60;
-/// How long a resumed follower may read before it counts as caught up although it has not
-/// reached its checkpoint: the kubelet rotated the log (it keeps only the newest file), so the
-/// log is now shorter than what was read before.
+/// How long a resumed follower's replay may hold its start place (counted from when it got
+/// the place, not from its wait for one). What the task shows never waits for the replay.
 pub const CATCH_UP_LIMIT: Duration = Duration::from_secs(30);
-
-/// Where a task's status left off in its pod's log; kept in the status (see `status.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Checkpoint {
-    /// The pod whose log this is.
-    pub pod_uid: String,
-    /// Log bytes read when the status was decided.
-    pub bytes: u64,
-    /// Output warnings reported (as Events) so far.
-    pub warnings: u64,
-}
 
 /// Whether a stopped container's output was read whole.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -78,22 +74,35 @@ pub enum Verdict {
     Unavailable(String),
 }
 
+/// A replay the state waits for: the last line (or, for an older checkpoint, the byte count)
+/// a replay must pass before it shows, and what each replay starts from.
+#[derive(Debug, Clone)]
+pub(super) struct Replay {
+    /// The checkpoint the replay must pass.
+    pub(super) checkpoint: Checkpoint,
+    /// The status message and requests the replay starts from, as the state does.
+    pub(super) resume: Resume,
+}
+
 /// What one follower has learnt, shared with the reconciler.
 #[derive(Debug)]
 pub struct FollowState {
-    /// The progress folded from the longest read so far.
+    /// The progress folded so far (or resumed from the status, until a replay takes over).
     pub progress: Progress,
     /// Log bytes folded into `progress`.
     bytes: u64,
-    /// Hash of those bytes.
-    digest: u64,
-    /// Output warnings reported so far (a re-read reports only the ones past this count).
+    /// The last whole line folded into `progress`.
+    at: Option<LinePos>,
+    /// A line `progress` holds only the start of (a read ended inside it), and its place.
+    partial: Option<Option<LinePos>>,
+    /// The replay the state waits for (`None`: the progress was folded from the log).
+    replay: Option<Replay>,
+    /// Output warnings reported so far (a replay reports none).
     reported: u64,
-    /// Bytes to read before the progress is at least what the status showed.
-    catch_up_to: u64,
+    /// The message nonce of the pod's tool, if it signs its messages.
+    nonce: Option<String>,
     /// The pod whose log this is.
     pod_uid: String,
-    started_at: Instant,
     /// When the log last grew (or the follower started).
     last_output: Instant,
     /// Whether a stream has ended at least once.
@@ -106,11 +115,12 @@ impl Default for FollowState {
         Self {
             progress: Progress::default(),
             bytes: 0,
-            digest: 0,
+            at: None,
+            partial: None,
+            replay: None,
             reported: 0,
-            catch_up_to: 0,
+            nonce: None,
             pod_uid: String::new(),
-            started_at: Instant::now(),
             last_output: Instant::now(),
             ended_once: false,
             verdict: Verdict::Reading,
@@ -121,8 +131,6 @@ impl Default for FollowState {
 /// What the reconciler may rely on, from [`FollowState::view`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FollowView {
-    /// The progress is at least what the task's status shows (caught up with the checkpoint).
-    pub ready: bool,
     /// Whether any stream has ended (a stopped container's first read is done).
     pub ended_once: bool,
     /// Whether the stopped container's output was read whole.
@@ -140,19 +148,28 @@ impl FollowState {
 
     /// What the reconciler may rely on now.
     pub fn view(&self) -> FollowView {
-        let ready = self.bytes >= self.catch_up_to
-            || self.progress.terminal().is_some()
-            || self.started_at.elapsed() >= CATCH_UP_LIMIT;
-        FollowView {
-            ready,
-            ended_once: self.ended_once,
-            verdict: self.verdict.clone(),
-            checkpoint: Checkpoint {
+        let checkpoint = match &self.replay {
+            // Still what the status was decided from: a checkpoint never goes back.
+            Some(replay) => replay.checkpoint.clone(),
+            None => Checkpoint {
                 pod_uid: self.pod_uid.clone(),
                 bytes: self.bytes,
                 warnings: self.reported,
+                at: self.at,
             },
+        };
+        FollowView {
+            ended_once: self.ended_once,
+            verdict: self.verdict.clone(),
+            checkpoint,
         }
+    }
+
+    /// A progress as a replay or a resumed state starts: from what the status showed.
+    fn resumed(&self, resume: &Resume) -> Progress {
+        Progress::default()
+            .with_nonce(self.nonce.clone())
+            .resumed(resume.status_message.clone(), resume.input_requests.clone())
     }
 }
 
@@ -170,8 +187,7 @@ pub enum LogsNeeded {
 /// Whether a task with `workload` can be decided from a follower's `view` now; `told` says
 /// whether the tool's result or error message has been read (it settles the task by itself).
 ///
-/// - A running tool: once the follower has caught up with the status's checkpoint (a
-///   restarted operator must not show an `input_required` task as `working` for a moment).
+/// - A running tool: at once (a resumed follower starts from what the status shows).
 /// - A tool that exited: only from output read whole ([`Verdict::Complete`]); after
 ///   [`MAX_READS`] disagreeing or [`MAX_FAILED_READS`] failed reads, never
 ///   ([`LogsNeeded::Unavailable`]).
@@ -181,7 +197,8 @@ pub fn logs_needed(workload: &Workload, view: &FollowView, told: bool) -> LogsNe
         return LogsNeeded::No;
     }
     let waiting = match workload {
-        Workload::Running => !view.ready,
+        // What the status showed is where a resumed follower starts: never a reason to wait.
+        Workload::Running => false,
         Workload::Exited { .. } => match &view.verdict {
             Verdict::Reading => true,
             Verdict::Complete => false,
@@ -318,14 +335,14 @@ impl Followers {
     }
 
     /// Makes sure a follower reads the logs of `source`, starting a fresh one when there is
-    /// none or the pod changed. A fresh follower resumes from `checkpoint` when it names the
-    /// same pod (the task's status was decided from that far into this pod's log).
+    /// none or the pod changed. A fresh follower resumes from `resume` when its checkpoint
+    /// names the same pod (the task's status was decided from that far into this pod's log).
     pub fn ensure(
         &self,
         task_uid: &str,
         mut pods: PodReads,
         source: LogSource<'_>,
-        checkpoint: Option<&Checkpoint>,
+        resume: Option<&Resume>,
         notify: Notify,
     ) -> Arc<Mutex<FollowState>> {
         let mut followers = lock(&self.inner);
@@ -334,14 +351,21 @@ impl Followers {
         {
             return Arc::clone(&existing.state);
         }
-        let resume = checkpoint.filter(|c| c.pod_uid == source.pod_uid);
-        let state = Arc::new(Mutex::new(FollowState {
-            progress: Progress::default().with_nonce(source.nonce.map(str::to_owned)),
-            catch_up_to: resume.map_or(0, |c| c.bytes),
-            reported: resume.map_or(0, |c| c.warnings),
+        let mut fresh = FollowState {
+            nonce: source.nonce.map(str::to_owned),
             pod_uid: source.pod_uid.to_owned(),
             ..FollowState::default()
-        }));
+        };
+        fresh.progress = Progress::default().with_nonce(fresh.nonce.clone());
+        if let Some(resume) = resume.filter(|r| r.checkpoint.pod_uid == source.pod_uid) {
+            fresh.progress = fresh.resumed(resume);
+            fresh.reported = resume.checkpoint.warnings;
+            fresh.replay = Some(Replay {
+                checkpoint: resume.checkpoint.clone(),
+                resume: resume.clone(),
+            });
+        }
+        let state = Arc::new(Mutex::new(fresh));
         // The follower's place on a log connection, held for as long as it reads. A client
         // that cannot be made (its TLS settings were read for the operator's own client, so
         // this is not expected) leaves the follower on its HTTP/1.1 `PodReads`.
@@ -406,9 +430,14 @@ impl Followers {
     }
 }
 
+mod checkpoint;
+mod fold;
 mod read;
+mod stamp;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_cache;
+#[cfg(test)]
+mod tests_resume;

@@ -20,7 +20,7 @@ use super::outcome::Outcome;
 
 /// Type of the status condition that records the log follower's [`Checkpoint`]: where in the
 /// pod's log the status was decided, and how many output warnings were reported. Its message
-/// reads `pod <uid>: <bytes> log bytes read, <warnings> output warnings reported`.
+/// is [`Checkpoint::message`].
 pub const CHECKPOINT_CONDITION: &str = "OutputFollowed";
 
 /// The status fields that do not come from the outcome.
@@ -138,10 +138,7 @@ fn record_checkpoint(
         type_: CHECKPOINT_CONDITION.to_owned(),
         status: "True".to_owned(),
         reason: "LogRead".to_owned(),
-        message: format!(
-            "pod {}: {} log bytes read, {} output warnings reported",
-            checkpoint.pod_uid, checkpoint.bytes, checkpoint.warnings
-        ),
+        message: checkpoint.message(),
         last_transition_time: Time(now),
         observed_generation: None,
     };
@@ -167,14 +164,7 @@ pub fn checkpoint_of(status: &McpTaskStatus) -> Option<Checkpoint> {
 }
 
 fn parse_checkpoint(message: &str) -> Option<Checkpoint> {
-    let (pod, rest) = message.strip_prefix("pod ")?.split_once(": ")?;
-    let (bytes, rest) = rest.split_once(" log bytes read, ")?;
-    let warnings = rest.strip_suffix(" output warnings reported")?;
-    Some(Checkpoint {
-        pod_uid: pod.to_owned(),
-        bytes: bytes.parse().ok()?,
-        warnings: warnings.parse().ok()?,
-    })
+    Checkpoint::parse(message)
 }
 
 /// Whether `task` with `next` as its status stays within the object's size budget; otherwise

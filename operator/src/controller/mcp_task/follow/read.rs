@@ -1,8 +1,7 @@
-//! One follower's reads of its container's log: each from byte 0, folded without ever showing
-//! less than before, re-read while the container runs and judged once it has stopped (see the
-//! parent module for the rules).
+//! One follower's reads of its container's log: each folded past the lines the state holds
+//! (a replay after a failover privately, until it passes the checkpoint), re-read while the
+//! container runs and judged once it has stopped (see the parent module for the rules).
 
-use std::hash::Hasher;
 use std::sync::{Arc, Mutex};
 
 use futures::AsyncBufReadExt;
@@ -12,12 +11,13 @@ use kube::api::{ListParams, LogParams};
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub(super) use super::fold::{Digest, Read};
 use super::{
     CATCH_UP_LIMIT, FollowState, LogSource, MAX_FAILED_READS, MAX_READS, News, Notify, PodReads,
     STREAM_SETTLE, Verdict,
 };
-use crate::contract::{Progress, ProgressWarning};
 use crate::lock;
+use k8s_openapi::jiff::{RoundMode, TimestampRound, ToSpan, Unit};
 
 /// What the pod says about the tool container, for a follower whose stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,98 +30,12 @@ enum Container {
     Gone(String),
 }
 
-/// Length and hash of one read of a log.
-pub(super) type Digest = (u64, u64);
-
-/// One read of the log, from byte 0: folded into a progress of its own until it has read as
-/// far as the state's (then it becomes the state's progress), so what the reconciler sees never
-/// goes back.
-pub(super) struct Read {
-    progress: Option<Progress>,
-    bytes: u64,
-    hasher: std::hash::DefaultHasher,
-    warnings: u64,
-}
-
-impl Read {
-    pub(super) fn new(nonce: Option<&str>) -> Self {
-        Self {
-            progress: Some(Progress::default().with_nonce(nonce.map(str::to_owned))),
-            bytes: 0,
-            hasher: std::hash::DefaultHasher::new(),
-            warnings: 0,
-        }
-    }
-
-    pub(super) fn digest(&self) -> Digest {
-        (self.bytes, self.hasher.finish())
-    }
-
-    /// Folds `chunk` in; returns the warnings to report (those past the state's count).
-    pub(super) fn push(&mut self, state: &mut FollowState, chunk: &[u8]) -> Vec<News> {
-        self.bytes += chunk.len() as u64;
-        self.hasher.write(chunk);
-        let raised = match self.progress.as_mut() {
-            Some(own) => own.push_bytes(chunk),
-            None => state.progress.push_bytes(chunk),
-        };
-        self.go_live(state);
-        self.report(state, raised)
-    }
-
-    /// Finishes this read (it is the whole log) and returns the warnings of its last line.
-    fn finishing(mut self, state: &mut FollowState) -> Vec<News> {
-        let mut news = self.finish(state);
-        news.push(News::Output);
-        news
-    }
-
-    /// The read ended at the container's end: a partial last line counts as a line.
-    fn finish(&mut self, state: &mut FollowState) -> Vec<News> {
-        self.go_live(state);
-        let raised = match self.progress.as_mut() {
-            Some(own) => own.finish(),
-            None => state.progress.finish(),
-        };
-        self.report(state, raised)
-    }
-
-    fn go_live(&mut self, state: &mut FollowState) {
-        if self.progress.is_some() && self.bytes >= state.bytes {
-            state.progress = self.progress.take().unwrap_or_default();
-        }
-        if self.progress.is_none() {
-            if self.bytes > state.bytes {
-                state.last_output = std::time::Instant::now();
-            }
-            state.bytes = self.bytes;
-            state.digest = self.hasher.finish();
-        }
-    }
-
-    fn report(&mut self, state: &mut FollowState, raised: Vec<ProgressWarning>) -> Vec<News> {
-        let mut news = Vec::new();
-        for warning in raised {
-            self.warnings += 1;
-            if self.warnings > state.reported {
-                state.reported = self.warnings;
-                news.push(News::Warning {
-                    ordinal: self.warnings,
-                    warning,
-                });
-            }
-        }
-        news
-    }
-}
-
 /// The background task of one follower: reads, re-reads and judges one container's log.
 pub(super) struct Reader {
     pods: PodReads,
     pod: String,
     pod_uid: String,
     container: String,
-    nonce: Option<String>,
     state: Arc<Mutex<FollowState>>,
     notify: Notify,
     /// The followers that may start (open a stream, replay to the checkpoint) at once.
@@ -144,7 +58,6 @@ impl Reader {
             pod: source.pod_name.to_owned(),
             pod_uid: source.pod_uid.to_owned(),
             container: source.container.to_owned(),
-            nonce: source.nonce.map(str::to_owned),
             state,
             notify,
             starts,
@@ -154,12 +67,10 @@ impl Reader {
 
     /// Waits for a start place (`MCP_OPERATOR_MAX_FOLLOWER_STARTS`): a new leader replays the
     /// running tasks' logs that many at a time. The place is given up once the follower has
-    /// caught up with its checkpoint, its first read ended, or after [`CATCH_UP_LIMIT`].
+    /// passed its checkpoint, its first read ended, or after [`CATCH_UP_LIMIT`].
     async fn take_start_place(&self) {
         let permit = Arc::clone(&self.starts).acquire_owned().await.ok();
         *lock(&self.start) = permit;
-        // Its catch-up time counts from now, not from the wait.
-        lock(&self.state).started_at = std::time::Instant::now();
         // NB: weak, so a follower stopped meanwhile frees its place at once, not at the limit.
         let start = Arc::downgrade(&self.start);
         tokio::spawn(async move {
@@ -170,12 +81,10 @@ impl Reader {
         });
     }
 
-    /// Gives up the start place if the follower has caught up (or `anyway`).
+    /// Gives up the start place if the follower's replay (if any) has passed its checkpoint
+    /// (or `anyway`).
     fn release_if_caught_up(&self, anyway: bool) {
-        let caught_up = {
-            let s = lock(&self.state);
-            s.bytes >= s.catch_up_to
-        };
+        let caught_up = lock(&self.state).replay.is_none();
         if anyway || caught_up {
             lock(&self.start).take();
         }
@@ -242,7 +151,7 @@ impl Reader {
                     let digest = read.digest();
                     let whole = {
                         let mut s = lock(&self.state);
-                        let agreed = clean.contains(&digest) && (s.bytes, s.digest) == digest;
+                        let agreed = clean.contains(&digest) && read.held_by(&s);
                         let told = s.progress.terminal().is_some();
                         (agreed || told).then(|| read.finishing(&mut s))
                     };
@@ -266,8 +175,8 @@ impl Reader {
                          {reads} reads; the last failed with: {e}"
                     ),
                     None => format!(
-                        "no two of {reads} reads of the stopped tool container's log returned \
-                         the same bytes"
+                        "no two of {reads} reads of the stopped tool container's log ended at \
+                         the same line"
                     ),
                 };
                 return Verdict::Unavailable(why);
@@ -278,23 +187,34 @@ impl Reader {
         }
     }
 
-    /// Reads the log from its start, following it if `follow`; returns the read and whether it
-    /// ended cleanly (the API server's response ended without an error).
+    /// Reads the log, following it if `follow`: from the start the kubelet serves while the
+    /// state waits for a replay, else from the second of the last line the state holds (the
+    /// lines before it are skipped); returns the read and whether it ended cleanly (the API
+    /// server's response ended without an error).
     async fn read(&self, follow: bool) -> (Read, Result<(), String>) {
-        let mut read = Read::new(self.nonce.as_deref());
+        let (mut read, since) = {
+            let s = lock(&self.state);
+            let since =
+                s.at.filter(|_| s.replay.is_none())
+                    .map(|at| since_time(at.time));
+            (Read::new(&s), since)
+        };
         let params = LogParams {
             container: Some(self.container.clone()),
             follow,
+            timestamps: true,
+            since_time: since,
             ..LogParams::default()
         };
         let result = match self.pods.api.log_stream(&self.pod, &params).await {
             Err(e) => Err(e.to_string()),
             Ok(stream) => {
-                // A follower with nothing to catch up with starts once its stream is open.
+                // A follower with nothing to replay starts once its stream is open.
                 self.release_if_caught_up(false);
                 self.fold(stream, &mut read).await
             }
         };
+        read.ended(&mut lock(&self.state), !follow && result.is_ok());
         (read, result)
     }
 
@@ -308,14 +228,10 @@ impl Reader {
             Arc::clone(&self.state),
             Arc::clone(&self.notify),
         );
-        // After every chunk: give up the start place once caught up.
+        // After every chunk: give up the start place once the replay (if any) shows.
         let notify: Notify = Arc::new(move |news| {
-            if lock(&start).is_some() {
-                let s = lock(&state);
-                if s.bytes >= s.catch_up_to {
-                    drop(s);
-                    lock(&start).take();
-                }
+            if lock(&start).is_some() && lock(&state).replay.is_none() {
+                lock(&start).take();
             }
             notify(news);
         });
@@ -346,6 +262,16 @@ impl Reader {
         };
         Ok(container_of(&pod, &self.container))
     }
+}
+
+/// The `sinceTime` of a read again from a line logged at `time`: the second before it (the
+/// API takes whole seconds and kube rounds to the nearest), so no line after it is missed.
+fn since_time(time: k8s_openapi::jiff::Timestamp) -> k8s_openapi::jiff::Timestamp {
+    let round = TimestampRound::new()
+        .smallest(Unit::Second)
+        .mode(RoundMode::Trunc);
+    let second = time.round(round).unwrap_or(time);
+    second.checked_sub(1.second()).unwrap_or(second)
 }
 
 /// What `pod` says about its container `name`.

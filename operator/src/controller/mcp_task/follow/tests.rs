@@ -10,7 +10,8 @@ use kube::client::Body;
 use kube::runtime::reflector::Store;
 use serde_json::json;
 
-use super::read::{Read, fold_stream};
+use super::fold::Read;
+use super::read::fold_stream;
 use super::*;
 
 const MALFORMED: &str = "{\"mcp\":\"bogus\"}\n";
@@ -19,41 +20,86 @@ fn silent() -> Notify {
     Arc::new(|_| {})
 }
 
+/// `text` as the kubelet serves it with `timestamps=true`: line `i` (from 0) logged `first + i`
+/// milliseconds past 2026-01-01T00:00:00Z.
+pub(super) fn stamped_from(first: usize, text: &str) -> String {
+    text.split_inclusive('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let ms = first + i;
+            format!("2026-01-01T00:00:{:02}.{:03}Z {line}", ms / 1000, ms % 1000)
+        })
+        .collect()
+}
+
+/// `text` as the kubelet serves it, its first line logged at 2026-01-01T00:00:00Z.
+pub(super) fn stamped(text: &str) -> String {
+    stamped_from(0, text)
+}
+
+/// The place of line `i` of [`stamped`] text.
+pub(super) fn line(i: usize) -> LinePos {
+    let text = stamped_from(i, "x");
+    let (time, _) = text.split_once(' ').expect("a stamped line");
+    LinePos {
+        time: time.parse().expect("a timestamp"),
+        nth: 0,
+    }
+}
+
 #[test]
 fn the_digest_does_not_depend_on_how_the_stream_is_cut() {
-    let log = b"one\ntwo\n{\"mcp\":\"status\",\"message\":\"x\"}\nthree";
-    let mut whole = Read::new(None);
-    whole.push(&mut FollowState::default(), log);
-    let mut bytewise = Read::new(None);
+    let log = stamped("one\ntwo\n{\"mcp\":\"status\",\"message\":\"x\"}\nthree");
     let mut state = FollowState::default();
-    for b in log {
+    let mut whole = Read::new(&state);
+    whole.push(&mut state, log.as_bytes());
+    let mut state = FollowState::default();
+    let mut bytewise = Read::new(&state);
+    for b in log.as_bytes() {
         bytewise.push(&mut state, std::slice::from_ref(b));
     }
     assert_eq!(whole.digest(), bytewise.digest());
-    let mut other = Read::new(None);
-    other.push(&mut FollowState::default(), b"one\ntwo\n");
+    assert_eq!(state.progress.status_message(), Some("x"));
+    let mut state = FollowState::default();
+    let mut other = Read::new(&state);
+    other.push(&mut state, stamped("one\ntwo\n").as_bytes());
     assert_ne!(whole.digest(), other.digest());
 }
 
 #[test]
-fn a_second_read_replaces_the_progress_only_once_it_has_read_as_far() {
+fn a_read_again_folds_only_the_lines_past_those_held() {
     let mut state = FollowState::default();
-    let mut first = Read::new(None);
+    let mut first = Read::new(&state);
     first.push(
         &mut state,
-        b"{\"mcp\":\"status\",\"message\":\"far\"}\nplain\n",
+        stamped("{\"mcp\":\"status\",\"message\":\"far\"}\nplain\n").as_bytes(),
     );
-    assert_eq!(state.progress.status_message(), Some("far"));
-    let mut again = Read::new(None);
-    again.push(&mut state, b"{\"mcp\":\"status\",\"message\":\"near\"}\n");
+    assert_eq!(state.at, Some(line(1)));
+    let mut again = Read::new(&state);
+    let log = "{\"mcp\":\"status\",\"message\":\"far\"}\nplain\nmore\n";
+    again.push(&mut state, stamped(log).as_bytes());
     assert_eq!(
-        state.progress.status_message(),
-        Some("far"),
-        "a shorter read never shows"
+        state.progress.output().text(),
+        "plain\nmore",
+        "nothing twice"
     );
-    again.push(&mut state, b"{\"mcp\":\"status\",\"message\":\"far\"}\n");
-    assert_eq!(state.progress.status_message(), Some("far"));
-    assert_eq!(state.bytes, again.digest().0, "the longer read took over");
+    assert_eq!(state.at, Some(line(2)));
+}
+
+/// The kubelet rotated the log between two reads: the second returns only the newest file.
+#[test]
+fn a_read_of_the_rotated_log_adds_its_new_lines() {
+    let mut state = FollowState::default();
+    let mut first = Read::new(&state);
+    let head = "{\"mcp\":\"status\",\"message\":\"one\"}\nplain\nplain\n";
+    first.push(&mut state, stamped(head).as_bytes());
+    let mut again = Read::new(&state);
+    let newest = "plain\n{\"mcp\":\"status\",\"message\":\"two\"}\n\
+                  {\"mcp\":\"result\",\"result\":{\"content\":[]}}\n";
+    again.push(&mut state, stamped_from(2, newest).as_bytes());
+    assert_eq!(state.progress.status_message(), Some("two"));
+    assert!(state.progress.terminal().is_some(), "the result is read");
+    assert_eq!(state.progress.output().text(), "plain\nplain");
 }
 
 #[test]
@@ -62,83 +108,75 @@ fn warnings_already_reported_are_not_reported_again() {
         reported: 2,
         ..FollowState::default()
     };
-    let mut read = Read::new(None);
-    let news = read.push(&mut state, MALFORMED.repeat(3).as_bytes());
-    assert_eq!(news.len(), 1, "only the third: {news:?}");
-    assert!(matches!(news[0], News::Warning { ordinal: 3, .. }));
-    assert_eq!(state.reported, 3);
-    let mut again = Read::new(None);
-    assert!(
-        again
-            .push(&mut state, MALFORMED.repeat(3).as_bytes())
-            .is_empty()
-    );
+    let log = stamped(&MALFORMED.repeat(3));
+    let mut read = Read::new(&state);
+    let news = read.push(&mut state, log.as_bytes());
+    assert_eq!(news.len(), 3, "{news:?}");
+    assert!(matches!(news[2], News::Warning { ordinal: 5, .. }));
+    assert_eq!(state.reported, 5);
+    let mut again = Read::new(&state);
+    assert!(again.push(&mut state, log.as_bytes()).is_empty());
 }
 
 #[test]
-fn a_resumed_follower_is_ready_only_once_caught_up() {
-    let mut state = FollowState {
-        catch_up_to: 10,
-        ..FollowState::default()
+fn checkpoint_messages_read_back_with_and_without_a_line() {
+    let mut checkpoint = Checkpoint {
+        pod_uid: "pod-1".into(),
+        bytes: 12,
+        warnings: 3,
+        at: Some(LinePos { nth: 2, ..line(7) }),
     };
-    assert!(!state.view().ready);
-    Read::new(None).push(&mut state, b"0123456789");
-    assert!(state.view().ready);
-    let fresh = FollowState::default();
-    assert!(fresh.view().ready, "nothing to catch up with");
-    let rotated = FollowState {
-        catch_up_to: 10,
-        started_at: Instant::now() - CATCH_UP_LIMIT,
-        ..FollowState::default()
-    };
-    assert!(
-        rotated.view().ready,
-        "a rotated log is used after the limit"
+    let message = checkpoint.message();
+    assert_eq!(
+        message,
+        "pod pod-1: 12 log bytes read (last line logged 2026-01-01T00:00:00.007000000Z #2), \
+         3 output warnings reported"
+    );
+    assert_eq!(Checkpoint::parse(&message), Some(checkpoint.clone()));
+    checkpoint.at = None;
+    let older = "pod pod-1: 12 log bytes read, 3 output warnings reported";
+    assert_eq!(checkpoint.message(), older);
+    assert_eq!(Checkpoint::parse(older), Some(checkpoint));
+    assert_eq!(
+        Checkpoint::parse("pod pod-1: 12 log bytes read (last line x), 3"),
+        None
     );
 }
 
 #[test]
 fn logs_needed_waits_for_a_whole_read_of_a_stopped_container() {
-    let view = |verdict: Verdict, ready: bool| FollowView {
-        ready,
+    let view = |verdict: Verdict| FollowView {
         ended_once: false,
         verdict,
         checkpoint: Checkpoint::default(),
     };
     let exited = Workload::Exited { exit_code: 0 };
     assert_eq!(
-        logs_needed(&exited, &view(Verdict::Reading, true), false),
+        logs_needed(&exited, &view(Verdict::Reading), false),
         LogsNeeded::Wait
     );
     assert_eq!(
-        logs_needed(&exited, &view(Verdict::Complete, true), false),
+        logs_needed(&exited, &view(Verdict::Complete), false),
         LogsNeeded::No
     );
     assert_eq!(
-        logs_needed(
-            &exited,
-            &view(Verdict::Unavailable("x".into()), true),
-            false
-        ),
+        logs_needed(&exited, &view(Verdict::Unavailable("x".into())), false),
         LogsNeeded::Unavailable("x".into())
     );
     assert_eq!(
-        logs_needed(&exited, &view(Verdict::Reading, true), true),
+        logs_needed(&exited, &view(Verdict::Reading), true),
         LogsNeeded::No,
         "a result message settles it"
     );
     assert_eq!(
-        logs_needed(&Workload::Running, &view(Verdict::Reading, false), false),
-        LogsNeeded::Wait
-    );
-    assert_eq!(
-        logs_needed(&Workload::Running, &view(Verdict::Reading, true), false),
-        LogsNeeded::No
+        logs_needed(&Workload::Running, &view(Verdict::Reading), false),
+        LogsNeeded::No,
+        "a running tool's task never waits for its log"
     );
 }
 
 /// One recorded answer to a log request: a status and a body.
-pub(super) type LogAnswer = (u16, &'static str);
+pub(super) type LogAnswer = (u16, String);
 
 /// Runs a follower of pod `p` (container `tool`) against a mock API server that answers log
 /// requests with `logs` in order (the last one again once they run out) and pod reads with a
@@ -146,7 +184,7 @@ pub(super) type LogAnswer = (u16, &'static str);
 /// how many log requests it made.
 async fn follow_recorded(
     logs: Vec<LogAnswer>,
-    checkpoint: Option<Checkpoint>,
+    checkpoint: Option<Resume>,
 ) -> (Arc<Mutex<FollowState>>, usize, Vec<u64>) {
     let run = follow_with(logs, checkpoint, None).await;
     (run.state, run.log_reads, run.warnings)
@@ -163,7 +201,7 @@ pub(super) struct Followed {
 /// [`follow_recorded`], with the operator's pod cache `cache` (if any); counts the pod lists.
 pub(super) async fn follow_with(
     logs: Vec<LogAnswer>,
-    checkpoint: Option<Checkpoint>,
+    checkpoint: Option<Resume>,
     cache: Option<Store<Pod>>,
 ) -> Followed {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
@@ -180,11 +218,18 @@ pub(super) async fn follow_with(
                 let answer = if logs.len() > 1 {
                     logs.pop_front()
                 } else {
-                    logs.front().copied()
+                    logs.front().cloned()
                 };
                 let (code, text) = answer.expect("a recorded log answer");
+                assert!(
+                    request
+                        .uri()
+                        .query()
+                        .is_some_and(|q| q.contains("timestamps=true")),
+                    "every read asks for the kubelet's timestamps"
+                );
                 let body = if code == 200 {
-                    text.to_owned()
+                    text
                 } else {
                     json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                         "code": code, "message": text})
@@ -250,7 +295,7 @@ pub(super) async fn follow_with(
 
 #[tokio::test(start_paused = true)]
 async fn two_reads_returning_the_same_bytes_complete_the_output() {
-    let (state, reads, _) = follow_recorded(vec![(200, "hello\nworld")], None).await;
+    let (state, reads, _) = follow_recorded(vec![(200, stamped("hello\nworld"))], None).await;
     let s = lock(&state);
     assert_eq!(s.verdict, Verdict::Complete);
     assert_eq!(s.progress.output().text(), "hello\nworld");
@@ -261,9 +306,9 @@ async fn two_reads_returning_the_same_bytes_complete_the_output() {
 async fn a_stream_cut_short_is_read_again_until_two_reads_agree() {
     // The kubelet went away mid-stream and the API server ended the response as if complete.
     let logs = vec![
-        (200, "hel"),
-        (200, "hello\nworld\n"),
-        (200, "hello\nworld\n"),
+        (200, stamped("hel")),
+        (200, stamped("hello\nworld\n")),
+        (200, stamped("hello\nworld\n")),
     ];
     let (state, reads, _) = follow_recorded(logs, None).await;
     let s = lock(&state);
@@ -274,7 +319,8 @@ async fn a_stream_cut_short_is_read_again_until_two_reads_agree() {
 
 #[tokio::test(start_paused = true)]
 async fn a_log_that_cannot_be_read_is_unavailable_after_the_read_budget() {
-    let (state, reads, _) = follow_recorded(vec![(502, "kubelet unreachable")], None).await;
+    let (state, reads, _) =
+        follow_recorded(vec![(502, "kubelet unreachable".to_owned())], None).await;
     let s = lock(&state);
     let Verdict::Unavailable(why) = &s.verdict else {
         panic!("{:?}", s.verdict)
@@ -291,60 +337,69 @@ async fn a_log_that_cannot_be_read_is_unavailable_after_the_read_budget() {
 #[tokio::test(start_paused = true)]
 async fn a_log_whose_reads_never_agree_is_unavailable() {
     let logs = vec![
-        (200, "a"),
-        (200, "ab"),
-        (200, "abc"),
-        (200, "abcd"),
-        (200, "abcde"),
-        (200, "abcdef"),
-        (200, "abcdefg"),
-        (200, "abcdefgh"),
-        (200, "abcdefghi"),
-        (200, "abcdefghij"),
-        (200, "abcdefghijk"),
-        (200, "abcdefghijkl"),
-        (200, "abcdefghijklm"),
-        (200, "abcdefghijklmn"),
-        (200, "abcdefghijklmno"),
-        (200, "abcdefghijklmnop"),
+        (200, stamped("a")),
+        (200, stamped("ab")),
+        (200, stamped("abc")),
+        (200, stamped("abcd")),
+        (200, stamped("abcde")),
+        (200, stamped("abcdef")),
+        (200, stamped("abcdefg")),
+        (200, stamped("abcdefgh")),
+        (200, stamped("abcdefghi")),
+        (200, stamped("abcdefghij")),
+        (200, stamped("abcdefghijk")),
+        (200, stamped("abcdefghijkl")),
+        (200, stamped("abcdefghijklm")),
+        (200, stamped("abcdefghijklmn")),
+        (200, stamped("abcdefghijklmno")),
+        (200, stamped("abcdefghijklmnop")),
     ];
     let (state, reads, _) = follow_recorded(logs, None).await;
     let s = lock(&state);
     let Verdict::Unavailable(why) = &s.verdict else {
         panic!("{:?}", s.verdict)
     };
-    assert!(why.contains("no two of 15 reads"), "{why}");
+    assert!(
+        why.contains(
+            "no two of 15 reads of the stopped tool container's log ended at the same line"
+        ),
+        "{why}"
+    );
     assert_eq!(reads, MAX_READS as usize);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_result_message_needs_no_second_read() {
     let log = "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n";
-    let (state, reads, _) = follow_recorded(vec![(200, log)], None).await;
+    let (state, reads, _) = follow_recorded(vec![(200, stamped(log))], None).await;
     assert_eq!(lock(&state).verdict, Verdict::Complete);
     assert_eq!(reads, 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_resumed_follower_reports_only_warnings_past_its_checkpoint() {
-    let log: &'static str = "{\"mcp\":\"bogus\"}\n{\"mcp\":\"bogus\"}\n{\"mcp\":\"bogus\"}\n";
-    let checkpoint = Checkpoint {
-        pod_uid: "pod-1".into(),
-        bytes: 32,
-        warnings: 2,
+    let log = MALFORMED.repeat(3);
+    let resume = |at: Option<LinePos>, pod_uid: &str| Resume {
+        checkpoint: Checkpoint {
+            pod_uid: pod_uid.into(),
+            bytes: 32,
+            warnings: 2,
+            at,
+        },
+        ..Resume::default()
     };
-    let other_pod = Checkpoint {
-        pod_uid: "pod-0".into(),
-        ..checkpoint
-    };
-    let (state, _, reported) = follow_recorded(vec![(200, log)], Some(checkpoint)).await;
-    assert_eq!(
-        reported,
-        vec![3],
-        "the first two were reported before the failover"
-    );
-    assert_eq!(lock(&state).view().checkpoint.warnings, 3);
-    let (_, _, reported) = follow_recorded(vec![(200, log)], Some(other_pod)).await;
+    for checkpoint in [resume(Some(line(1)), "pod-1"), resume(None, "pod-1")] {
+        let answers = vec![(200, stamped(&log))];
+        let (state, _, reported) = follow_recorded(answers, Some(checkpoint)).await;
+        assert_eq!(
+            reported,
+            vec![3],
+            "the first two were reported before the failover"
+        );
+        assert_eq!(lock(&state).view().checkpoint.warnings, 3);
+    }
+    let other_pod = resume(Some(line(1)), "pod-0");
+    let (_, _, reported) = follow_recorded(vec![(200, stamped(&log))], Some(other_pod)).await;
     assert_eq!(
         reported,
         vec![1, 2, 3],
@@ -402,9 +457,9 @@ async fn fold_stream_folds_chunks_and_notifies() {
             w.fetch_add(1, Ordering::Relaxed);
         }
     });
-    let logs = b"hello\n{\"mcp\":\"status\",\"message\":\"half\"}\n{\"mcp\":\"bogus\"}\n".to_vec();
-    let mut read = Read::new(None);
-    fold_stream(Cursor::new(logs), &mut read, &state, &notify)
+    let logs = stamped("hello\n{\"mcp\":\"status\",\"message\":\"half\"}\n{\"mcp\":\"bogus\"}\n");
+    let mut read = Read::new(&lock(&state));
+    fold_stream(Cursor::new(logs.into_bytes()), &mut read, &state, &notify)
         .await
         .unwrap();
     let s = lock(&state);
@@ -421,15 +476,16 @@ async fn the_result_message_is_decisive_news_once() {
     let s = Arc::clone(&seen);
     let notify: Notify = Arc::new(move |news| lock(&s).push(news));
     // One chunk per line, as a tool flushing each line is read.
-    let lines: [&[u8]; 4] = [
-        b"{\"mcp\":\"status\",\"message\":\"half\"}\n",
-        b"{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
-        b"after\n",
-        b"{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+    let lines = [
+        "{\"mcp\":\"status\",\"message\":\"half\"}\n",
+        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
+        "after\n",
+        "{\"mcp\":\"result\",\"result\":{\"content\":[]}}\n",
     ];
-    let mut read = Read::new(None);
-    for line in lines {
-        fold_stream(Cursor::new(line.to_vec()), &mut read, &state, &notify)
+    let mut read = Read::new(&lock(&state));
+    for (i, line) in lines.into_iter().enumerate() {
+        let line = stamped_from(i, line).into_bytes();
+        fold_stream(Cursor::new(line), &mut read, &state, &notify)
             .await
             .unwrap();
     }

@@ -7,7 +7,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::Verdict;
-use super::tests::{Followed, follow_with};
+use super::tests::{Followed, follow_with, stamped};
 use crate::lock;
 
 /// A cache holding the pod `p` (UID `uid`) of namespace `tools`, its container `tool` in
@@ -26,7 +26,7 @@ fn cache_with(uid: &str, state: &str) -> Store<Pod> {
 
 /// Follows pod `p`, whose log reads `hello\nworld` every time, with the pod cache `cache`.
 async fn follow_cached(cache: Store<Pod>) -> Followed {
-    follow_with(vec![(200, "hello\nworld")], None, Some(cache)).await
+    follow_with(vec![(200, stamped("hello\nworld"))], None, Some(cache)).await
 }
 
 #[tokio::test(start_paused = true)]

@@ -13,12 +13,11 @@ use mcp_task_operator_crds::McpTask;
 
 use super::super::cache;
 use super::super::follow::{
-    FollowState, LOGS_PENDING, LogSource, LogsNeeded, PodReads, logs_needed,
+    FollowState, LOGS_PENDING, LogSource, LogsNeeded, PodReads, logs_needed, resume_of,
 };
 use super::super::nonce;
 use super::super::notify::notifier;
 use super::super::observe::{FailureReason, Workload, tool_container_name, tool_container_started};
-use super::super::status::checkpoint_of;
 use super::Ids;
 use crate::context::Context;
 use crate::lock;
@@ -67,7 +66,7 @@ pub fn step(
                     .filter(|c| cache::ready(&c.pods))
                     .map(|c| c.pods.clone()),
             };
-            let recorded = task.status.as_ref().and_then(checkpoint_of);
+            let recorded = task.status.as_ref().and_then(resume_of);
             let notify = notifier(ctx, task);
             Some(
                 ctx.followers

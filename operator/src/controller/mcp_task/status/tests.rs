@@ -214,6 +214,7 @@ fn checkpoint(pod_uid: &str, bytes: u64, warnings: u64) -> Checkpoint {
         pod_uid: pod_uid.into(),
         bytes,
         warnings,
+        at: None,
     }
 }
 

@@ -86,30 +86,6 @@ async fn running_tool_past_its_cancel_grace_is_stopped_and_cancelled() {
 }
 
 #[tokio::test]
-async fn restarted_follower_replays_the_log_before_the_status_is_touched() {
-    // The status was decided from 100 bytes of this pod's log; the new follower has read none.
-    let checkpoint = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
-        type_: "OutputFollowed".into(),
-        status: "True".into(),
-        reason: "LogRead".into(),
-        message: "pod pod-uid: 100 log bytes read, 0 output warnings reported".into(),
-        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
-        observed_generation: None,
-    };
-    let mut task = with_status(live_task(), TaskStatus::InputRequired, Some(ID));
-    task.status.as_mut().unwrap().conditions.push(checkpoint);
-    let pods = pod_list("Running", json!({"running": {}}), settled_annotations());
-    // Any further call (a status write) would find the mock gone and fail the reconcile.
-    let (action, _) = run(task, job_and_pods(job_json(), pods)).await;
-    // Action hides its duration; a sub-second requeue prints in ms (a resync would print 300s).
-    let shown = format!("{action:?}");
-    assert!(
-        shown.contains("requeue_after: Some(") && shown.contains("ms)"),
-        "{shown}"
-    );
-}
-
-#[tokio::test]
 async fn a_pod_that_only_copies_the_job_name_label_is_never_read_or_annotated() {
     let mut task = live_task();
     task.spec.input_responses = Some(BTreeMap::from([(
