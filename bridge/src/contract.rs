@@ -9,6 +9,9 @@ use serde_json::{Map, Value, json};
 
 /// Where the operator mounts the task's files.
 pub const DEFAULT_DIR: &str = "/var/run/mcp";
+/// The environment variable that holds the task's message nonce in a bridged pod (the operator
+/// projects no nonce file there); the server is started without it.
+pub const NONCE_ENV: &str = "MCP_MESSAGE_NONCE";
 /// Longest status message worth sending (the operator keeps 1024 characters).
 const MAX_STATUS_CHARS: usize = 1024;
 
@@ -19,10 +22,14 @@ pub struct Contract {
 }
 
 impl Contract {
-    /// The contract of the pod whose task files are in `dir`.
+    /// The contract of the pod whose task files are in `dir`, signed with the nonce of
+    /// [`NONCE_ENV`], else of the file `message-nonce` in `dir` (a pod made without the
+    /// bridge's template, or a test).
     pub fn new(dir: &Path) -> Self {
-        let nonce = std::fs::read_to_string(dir.join("message-nonce"))
+        let nonce = std::env::var(NONCE_ENV)
             .ok()
+            .filter(|n| !n.trim().is_empty())
+            .or_else(|| std::fs::read_to_string(dir.join("message-nonce")).ok())
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         Self {

@@ -22,6 +22,7 @@
 //! | `MCP_BRIDGE_INITIALIZE_SECONDS` | 60 | for the server to answer `initialize` (and each `tools/list`) |
 //! | `MCP_BRIDGE_CANCEL_GRACE_SECONDS` | 10 | for the server to stop after `notifications/cancelled` |
 //! | `MCP_CLIENT_CAPABILITIES` | `{}` | set by the operator: with `sampling` or `roots` declared, the server's requests of those kinds become input requests |
+//! | `MCP_MESSAGE_NONCE` | the file `message-nonce` | set by the operator: the nonce the bridge signs its messages with; the server is started without it, and cannot read the bridge's environment (the bridge is not dumpable) |
 
 mod contract;
 mod server;
@@ -31,6 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use rustix::process::DumpableBehavior;
 use serde_json::Value;
 
 use crate::contract::{Contract, DEFAULT_DIR};
@@ -44,6 +46,11 @@ const MAX_SECONDS: u64 = 86_400;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // The server runs in this container as this user: without this it could read the message
+    // nonce from /proc/<bridge>/environ (or its memory) and sign lines of its own.
+    if let Err(e) = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable) {
+        eprintln!("mcp-bridge: cannot hide its process from the server (prctl: {e})");
+    }
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().is_some_and(|a| a == "--install") {
         return install(args.get(1));

@@ -41,6 +41,7 @@ impl Server {
     pub fn start(command: &str, args: &[String]) -> std::io::Result<Self> {
         let mut child = Command::new(command)
             .args(args)
+            .env_remove(crate::contract::NONCE_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -186,7 +187,13 @@ async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
 async fn pass_stderr(stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<VecDeque<String>>>) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        eprintln!("{line}");
+        // The pod's log is the contract's channel: a server line that could read as a message
+        // is passed on marked, so only the bridge's own lines are messages.
+        if line.trim_start().starts_with('{') {
+            eprintln!("server stderr: {line}");
+        } else {
+            eprintln!("{line}");
+        }
         if let Ok(mut tail) = tail.lock() {
             if tail.len() == STDERR_TAIL_LINES {
                 tail.pop_front();

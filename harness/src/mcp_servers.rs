@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpServer;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::operator::Operator;
 use crate::stack::image_tag;
@@ -85,4 +85,43 @@ pub async fn apply_ready(client: &Client, ns: &str, server: Value) -> McpServer 
         DISCOVERY_WAIT,
     )
     .await
+}
+
+/// The restricted-level pod security of the test McpServers' pods.
+pub fn pod_security() -> Value {
+    json!({
+        "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+/// The restricted-level security of the test McpServers' containers.
+pub fn container_security() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+        "capabilities": {"drop": ["ALL"]},
+    })
+}
+
+/// An McpServer of the minimal Rust MCP server (`work`, `write-file`, and what `env` asks
+/// for: `RUST_MCP_SERVER_EXTRA_TOOLS`, `RUST_MCP_SERVER_EXTRA_SCHEMA_BYTES`,
+/// `RUST_MCP_SERVER_FORGE`), at the restricted level.
+pub fn rust_server(name: &str, env: &[(&str, &str)]) -> Value {
+    let env: Vec<Value> = env
+        .iter()
+        .map(|(k, v)| json!({"name": k, "value": v}))
+        .collect();
+    json!({
+        "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "automountServiceAccountToken": false,
+            "securityContext": pod_security(),
+            "containers": [{
+                "name": "server", "image": RUST_MCP_SERVER_IMAGE, "imagePullPolicy": "IfNotPresent",
+                "command": ["/usr/local/bin/rust-mcp-server"], "env": env,
+                "securityContext": container_security(),
+            }],
+        }}},
+    })
 }

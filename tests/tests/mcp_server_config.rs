@@ -12,7 +12,8 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::{McpTask, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::{
-    RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image, start_operator,
+    RUST_MCP_SERVER_IMAGE, apply_ready, container_security, ensure_rust_mcp_server_image,
+    pod_security, start_operator,
 };
 use mcp_task_operator_harness::operator::{create_task, failure_reason, result_text, wait_task};
 use mcp_task_operator_harness::{ensure_crds, with_temp_ns};
@@ -21,21 +22,6 @@ use tokio::task::block_in_place;
 
 /// Longest one call may take here (pod start, server start, the call).
 const CALL_WAIT: Duration = Duration::from_secs(180);
-
-/// The restricted-level pod security every server here runs with.
-fn pod_security() -> Value {
-    json!({
-        "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    })
-}
-
-fn container_security() -> Value {
-    json!({
-        "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-        "capabilities": {"drop": ["ALL"]},
-    })
-}
 
 /// An McpServer of the server-everything image at the restricted level: `spec` adds to its spec
 /// (the tools it offers), `container` to its one container.

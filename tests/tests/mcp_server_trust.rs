@@ -14,44 +14,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::{McpServer, McpTool};
 use mcp_task_operator_harness::mcp_servers::{
-    DISCOVERY_WAIT, RUST_MCP_SERVER_IMAGE, apply_ready, ensure_rust_mcp_server_image,
-    start_operator,
+    DISCOVERY_WAIT, apply_ready, container_security, ensure_rust_mcp_server_image, pod_security,
+    rust_server, start_operator,
 };
 use mcp_task_operator_harness::operator::{BUSYBOX_IMAGE, Operator, create_tool, shell_tool};
 use mcp_task_operator_harness::{ensure_crds, kubectl_ok, with_temp_ns};
 use serde_json::{Value, json};
 use tokio::task::block_in_place;
-
-/// The restricted-level security of every pod here.
-fn pod_security() -> Value {
-    json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})
-}
-
-fn container_security() -> Value {
-    json!({"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}})
-}
-
-/// An McpServer of the minimal Rust MCP server (`work`, `write-file`, and the `extra-*` tools
-/// `env` asks for: `RUST_MCP_SERVER_EXTRA_TOOLS`, `RUST_MCP_SERVER_EXTRA_SCHEMA_BYTES`).
-fn rust_server(name: &str, env: &[(&str, &str)]) -> Value {
-    let env: Vec<Value> = env
-        .iter()
-        .map(|(k, v)| json!({"name": k, "value": v}))
-        .collect();
-    json!({
-        "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpServer",
-        "metadata": {"name": name},
-        "spec": {"template": {"spec": {
-            "automountServiceAccountToken": false,
-            "securityContext": pod_security(),
-            "containers": [{
-                "name": "server", "image": RUST_MCP_SERVER_IMAGE, "imagePullPolicy": "IfNotPresent",
-                "command": ["/usr/local/bin/rust-mcp-server"], "env": env,
-                "securityContext": container_security(),
-            }],
-        }}},
-    })
-}
 
 async fn start(client: &Client, ns: &str) -> Operator {
     ensure_crds(client).await;

@@ -50,6 +50,11 @@ pub const INPUT_RESPONSES_FILE: &str = "input-responses";
 /// File (under [`MOUNT_PATH`]) holding the task's message nonce, for tools with
 /// `messageNonce: true` only: a contract message must carry `"nonce": "<its content>"`.
 pub const MESSAGE_NONCE_FILE: &str = "message-nonce";
+/// Environment variable that gives a tool container the message nonce instead of
+/// [`MESSAGE_NONCE_FILE`]: a container that declares it (from the
+/// [`POD_MESSAGE_NONCE_ANNOTATION`]) gets no nonce file. The bridge does, so that the server it
+/// starts in the same container cannot read the nonce (docs/SECURITY.md, "Bridged servers").
+pub const MESSAGE_NONCE_ENV: &str = "MCP_MESSAGE_NONCE";
 
 /// Pod annotation projected into [`INPUT_RESPONSES_FILE`]; the operator keeps it in step.
 pub const POD_INPUT_RESPONSES_ANNOTATION: &str = "mcptasks.io/input-responses";

@@ -4,13 +4,15 @@
 //! The server's image needs nothing of ours: the bridge is a static binary.
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, SecurityContext, Volume, VolumeMount,
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
+    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use mcp_task_operator_crds::McpServer;
 use mcp_task_operator_crds::mcp_server::SERVER_CONTAINER_NAME;
 use mcp_task_operator_crds::mcp_tool::TOOL_CONTAINER_NAME;
+
+use crate::contract::{MESSAGE_NONCE_ENV, POD_MESSAGE_NONCE_ANNOTATION};
 
 /// The volume and the directory holding the bridge in the pod.
 pub const BRIDGE_VOLUME: &str = "mcp-bridge";
@@ -89,9 +91,24 @@ pub fn bridged(
     container.command = Some(bridge);
     container.name = TOOL_CONTAINER_NAME.into();
     if let Mode::Call(tool) = mode {
-        container.env.get_or_insert_with(Vec::new).push(EnvVar {
+        let env = container.env.get_or_insert_with(Vec::new);
+        env.push(EnvVar {
             name: "MCP_BRIDGE_TOOL".into(),
             value: Some(tool.into()),
+            ..EnvVar::default()
+        });
+        // The nonce through the environment, never a file: the server runs in this container,
+        // as this user, and must not sign lines (the bridge hides its own environment).
+        let annotation = format!("metadata.annotations['{POD_MESSAGE_NONCE_ANNOTATION}']");
+        env.push(EnvVar {
+            name: MESSAGE_NONCE_ENV.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    api_version: None,
+                    field_path: annotation,
+                }),
+                ..EnvVarSource::default()
+            }),
             ..EnvVar::default()
         });
     }
@@ -207,6 +224,17 @@ mod tests {
         assert_eq!(
             (env[0].name.as_str(), env[0].value.as_deref()),
             ("MCP_BRIDGE_TOOL", Some("convert_time"))
+        );
+        let nonce = env[1]
+            .value_from
+            .as_ref()
+            .and_then(|v| v.field_ref.as_ref());
+        assert_eq!(
+            (env[1].name.as_str(), nonce.map(|f| f.field_path.as_str())),
+            (
+                "MCP_MESSAGE_NONCE",
+                Some("metadata.annotations['mcptasks.io/message-nonce']")
+            )
         );
         let init = &pod.init_containers.unwrap()[0];
         assert_eq!(init.image.as_deref(), Some("bridge:1"));

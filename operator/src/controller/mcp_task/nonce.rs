@@ -1,14 +1,19 @@
 //! The message nonce of a tool with `messageNonce: true`: chosen once per task when its Job is
 //! created, stored in the Job's pod template (an annotation the downward-API volume projects
-//! into /var/run/mcp/message-nonce) and read back from the Job, so that an operator restarted
-//! or failed over checks the same nonce. Kept apart from the pure Job build, which stays
-//! deterministic.
+//! into /var/run/mcp/message-nonce, or that the tool container's `MCP_MESSAGE_NONCE` takes when
+//! it declares it, as the bridge does) and read back from the Job, so that an operator
+//! restarted or failed over checks the same nonce. Kept apart from the pure Job build, which
+//! stays deterministic.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, ObjectFieldSelector};
 use rand::RngCore;
 
-use crate::contract::{MESSAGE_NONCE_FILE, POD_MESSAGE_NONCE_ANNOTATION, VOLUME_NAME};
+use mcp_task_operator_crds::mcp_tool::tool_container_index;
+
+use crate::contract::{
+    MESSAGE_NONCE_ENV, MESSAGE_NONCE_FILE, POD_MESSAGE_NONCE_ANNOTATION, VOLUME_NAME,
+};
 
 /// Random bytes in a nonce (256 bits), from the thread-local CSPRNG.
 const NONCE_BYTES: usize = 32;
@@ -20,8 +25,10 @@ pub fn generate() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Gives the Job's tool container `nonce` as the file [`MESSAGE_NONCE_FILE`]: a pod template
-/// annotation, projected by the contract's downward-API volume (which `job` must have).
+/// Gives the Job's tool container `nonce`: a pod template annotation, projected by the
+/// contract's downward-API volume (which `job` must have) as the file [`MESSAGE_NONCE_FILE`],
+/// unless the tool container takes it from the environment ([`MESSAGE_NONCE_ENV`]): then no
+/// file holds it, and nothing else in the container can read it there.
 pub fn add_to_job(job: &mut Job, nonce: &str) {
     let Some(template) = job.spec.as_mut().map(|s| &mut s.template) else {
         return;
@@ -32,6 +39,14 @@ pub fn add_to_job(job: &mut Job, nonce: &str) {
         .annotations
         .get_or_insert_with(Default::default)
         .insert(POD_MESSAGE_NONCE_ANNOTATION.to_owned(), nonce.to_owned());
+    let by_env = template.spec.as_ref().is_some_and(|s| {
+        tool_container_index(&s.containers)
+            .and_then(|i| s.containers[i].env.as_ref())
+            .is_some_and(|env| env.iter().any(|e| e.name == MESSAGE_NONCE_ENV))
+    });
+    if by_env {
+        return;
+    }
     let volume = template
         .spec
         .iter_mut()
@@ -101,5 +116,34 @@ mod tests {
             .find(|(path, _)| *path == MESSAGE_NONCE_FILE)
             .unwrap();
         assert_eq!(*field, "metadata.annotations['mcptasks.io/message-nonce']");
+    }
+
+    #[test]
+    fn a_container_that_takes_the_nonce_from_its_environment_gets_no_nonce_file() {
+        use k8s_openapi::api::core::v1::EnvVar;
+
+        let config = Config::from_lookup(|_| None).unwrap();
+        let mut job = build_job(&task(), &tool(), &config).unwrap();
+        let spec = job.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+        spec.containers[0]
+            .env
+            .get_or_insert_with(Vec::new)
+            .push(EnvVar {
+                name: MESSAGE_NONCE_ENV.into(),
+                ..EnvVar::default()
+            });
+        add_to_job(&mut job, "abc123");
+        assert_eq!(of_job(&job), Some("abc123"));
+        let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        let volume = spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == VOLUME_NAME);
+        let files = downward_files(volume.unwrap());
+        assert!(
+            !files.iter().any(|(path, _)| *path == MESSAGE_NONCE_FILE),
+            "{files:?}"
+        );
     }
 }
