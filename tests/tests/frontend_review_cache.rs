@@ -3,11 +3,12 @@
 //! (`mcp_frontend_reviews_total`). Concurrent requests with one token share one review, a
 //! refused token is not reviewed again while its refusal is cached, and each new token costs
 //! one review (issue 12, finding 5: before, every request of an uncached token cost a review,
-//! so a burst of one caller, or of garbage tokens, became a burst of TokenReviews).
+//! so a burst of one caller, or of garbage tokens, became a burst of TokenReviews). The unknown
+//! tokens here have the form of a JWT: others cost no review at all (`frontend_fairness.rs`).
 
 use std::time::Instant;
 
-use mcp_task_operator_harness::callers::{random_token, service_account, token};
+use mcp_task_operator_harness::callers::{random_jwt, service_account, token};
 use mcp_task_operator_harness::fixture_tools::serve_fixtures;
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::Mcp;
@@ -51,7 +52,7 @@ async fn tokens_cost_one_review_each_however_many_requests_carry_them() {
         assert_eq!(granted, 1, "concurrent requests must share one review");
 
         // 40 requests in a row with one unknown token: one review per refusal lifetime.
-        let stranger = Mcp::new(&frontend.url).with_token(&random_token());
+        let stranger = Mcp::new(&frontend.url).with_token(&random_jwt());
         let before = reviews(&frontend, "refused").await;
         let started = Instant::now();
         for _ in 0..40 {
@@ -73,7 +74,7 @@ async fn tokens_cost_one_review_each_however_many_requests_carry_them() {
         let before = reviews(&frontend, "refused").await;
         for _ in 0..10 {
             let reply = Mcp::new(&frontend.url)
-                .with_token(&random_token())
+                .with_token(&random_jwt())
                 .request("tools/list", json!({}), true)
                 .await;
             assert_eq!(reply.status, 401, "{}", reply.body);

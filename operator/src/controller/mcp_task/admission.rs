@@ -3,9 +3,13 @@
 //! The decision reads the tasks (as the controller's cache holds them), so the queue lives in
 //! the cluster and survives an operator failover. A task holds a slot from the moment its Job is
 //! recorded (`status.jobName`) until it ends; a task without a recorded Job, not ended and not
-//! being cancelled, waits in the queue, ordered by `creationTimestamp`, then name. A task is
-//! admitted when the slots held plus the queued tasks ahead of it are below the limit, so a task
-//! never overtakes an earlier one.
+//! being cancelled, waits in the queue. The queue is fair across callers (`spec.owner`): it is
+//! ordered by each task's round (the slots its caller holds for the tool plus the caller's
+//! queued tasks created before it), then by when the caller last got a slot (never first),
+//! then `creationTimestamp`, then name. So callers take turns: one caller's many early tasks
+//! never hold the head of the queue ahead of another caller's, and a caller's own tasks keep
+//! their order. A task is admitted when the slots held plus the
+//! queued tasks ahead of it are below the limit.
 //!
 //! The cache learns of a recorded Job only after the status write comes back through the watch,
 //! and reconciles of several tasks run at once: two of them reading the same cache would both
@@ -18,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use mcp_task_operator_crds::McpTask;
 
@@ -109,27 +114,91 @@ pub fn admit<'a>(
 ) -> Admission {
     let uid = task.uid();
     let mut active = 0;
-    let mut ahead = 0;
     let mut pending_seen = 0;
+    let mut callers = Callers::default();
+    // The queue, with `task` in it whatever its state.
+    let mut queued: Vec<&McpTask> = vec![task];
     for other in tasks {
-        if other.uid() == uid || !same_tool(task, other) || other.is_terminal() {
+        if other.uid() == uid || !same_tool(task, other) {
             continue;
         }
-        if other.uid().is_some_and(|u| pending.contains(&u)) {
+        let owner = other.spec.owner.as_str();
+        let is_pending = other.uid().is_some_and(|u| pending.contains(&u));
+        if is_pending || job_record::recorded(other.status.as_ref()) {
+            // Ended tasks still tell when their caller last got a slot.
+            callers.served(owner, if is_pending { None } else { served_at(other) });
+        }
+        if other.is_terminal() {
+            continue;
+        }
+        if is_pending {
             pending_seen += 1;
+        }
+        if is_pending || job_record::recorded(other.status.as_ref()) {
             active += 1;
-        } else if job_record::recorded(other.status.as_ref()) {
-            active += 1;
-        } else if is_queued(other) && queue_order(other, task) == Ordering::Less {
-            ahead += 1;
+            *callers.held.entry(owner).or_default() += 1;
+        } else if is_queued(other) {
+            queued.push(other);
         }
     }
-    // Admitted, though `tasks` has not seen them yet.
+    // Admitted, though `tasks` has not seen them yet (their callers unknown: no round).
     active += pending.len().saturating_sub(pending_seen);
+    let ahead = callers
+        .order(queued)
+        .iter()
+        .take_while(|t| t.uid() != uid)
+        .count();
     match active + ahead < limit {
         true => Admission::Admit,
         false => Admission::Queued { ahead },
     }
+}
+
+/// What the fair order knows of each caller of one tool.
+#[derive(Default)]
+struct Callers<'a> {
+    /// Slots held now.
+    held: HashMap<&'a str, usize>,
+    /// When the caller's latest task got its slot (`Timestamp::MAX`: just now, not confirmed).
+    last_served: HashMap<&'a str, Timestamp>,
+}
+
+impl<'a> Callers<'a> {
+    /// Notes that a task of `owner` got a slot at `at` (`None`: just now).
+    fn served(&mut self, owner: &'a str, at: Option<Timestamp>) {
+        let at = at.unwrap_or(Timestamp::MAX);
+        let last = self.last_served.entry(owner).or_insert(at);
+        *last = (*last).max(at);
+    }
+
+    /// `queued` in the queue's order: by round (slots the caller holds plus its queued tasks
+    /// before this one, in creation order), then by when the caller last got a slot (never
+    /// first), then creation order.
+    fn order(&self, mut queued: Vec<&'a McpTask>) -> Vec<&'a McpTask> {
+        queued.sort_by(|a, b| queue_order(a, b));
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut keys = Vec::with_capacity(queued.len());
+        for (position, t) in queued.iter().enumerate() {
+            let owner = t.spec.owner.as_str();
+            let before = seen.entry(owner).or_default();
+            let round = self.held.get(owner).copied().unwrap_or(0) + *before;
+            *before += 1;
+            keys.push((round, self.last_served.get(owner).copied(), position));
+        }
+        keys.sort_unstable();
+        keys.into_iter().map(|(_, _, i)| queued[i]).collect()
+    }
+}
+
+/// When `task` got its slot: when its Job was confirmed created; `None` while it is only
+/// recorded (the Job is on its way: just now).
+fn served_at(task: &McpTask) -> Option<Timestamp> {
+    let status = task.status.as_ref()?;
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == job_record::JOB_CREATED_CONDITION)
+        .map(|c| c.last_transition_time.0)
 }
 
 /// The queued tasks of the same tool as `task` (not `task` itself), as the cache holds them:

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTaskStatus, TaskStatus};
 
 use super::*;
@@ -157,4 +157,93 @@ fn a_task_admitted_here_that_the_cache_has_not_seen_holds_a_slot() {
         admit(&b, 1, &[a, b.clone()], &pending),
         Admission::Queued { ahead: 0 }
     );
+}
+
+/// [`at`], owned by `owner`.
+fn owned(name: &str, second: u32, owner: &str) -> McpTask {
+    let mut t = at(name, second);
+    t.spec.owner = owner.to_owned();
+    t
+}
+
+#[test]
+fn callers_take_turns_however_many_tasks_one_queued_first() {
+    // Alice runs one and queued four more before Bob's first; the limit is one.
+    let mut all: Vec<McpTask> = (1..=5)
+        .map(|i| owned(&format!("alice-{i}"), i, "alice"))
+        .collect();
+    all[0] = running(all[0].clone());
+    let bob = owned("bob-1", 9, "bob");
+    all.push(bob.clone());
+    // Bob holds no slot, so his first task is the head of the queue.
+    assert_eq!(admit_among(&bob, 2, &all), Admission::Admit);
+    assert_eq!(admit_among(&bob, 1, &all), Admission::Queued { ahead: 0 });
+    for (i, ahead) in [(1, 1), (2, 2), (3, 3), (4, 4)] {
+        assert_eq!(
+            admit_among(&all[i], 1, &all),
+            Admission::Queued { ahead },
+            "alice-{}",
+            i + 1
+        );
+    }
+    // Once Alice's running task ends, both hold nothing, and Bob, who never had a slot, goes
+    // before her second.
+    all[0] = ended(all[0].clone());
+    assert_eq!(admit_among(&bob, 1, &all), Admission::Admit);
+    assert_eq!(
+        admit_among(&all[1], 1, &all),
+        Admission::Queued { ahead: 1 }
+    );
+    // With Bob's running, Alice's second is next, before Bob's second: they alternate.
+    all[5] = running(bob);
+    let bob_2 = owned("bob-2", 10, "bob");
+    all.push(bob_2.clone());
+    assert_eq!(admit_among(&all[1], 2, &all), Admission::Admit);
+    assert_eq!(
+        admit_among(&all[4], 2, &all),
+        Admission::Queued { ahead: 4 }
+    );
+    // Once her second runs too, her third and Bob's second share round 1; both callers were
+    // served just now (Jobs not confirmed yet), so creation order decides.
+    all[1] = running(all[1].clone());
+    assert_eq!(admit_among(&all[2], 3, &all), Admission::Admit);
+    assert_eq!(admit_among(&bob_2, 3, &all), Admission::Queued { ahead: 1 });
+    assert_eq!(
+        admit_among(&all[3], 3, &all),
+        Admission::Queued { ahead: 2 }
+    );
+}
+
+#[test]
+fn between_callers_holding_nothing_the_one_served_longest_ago_goes_first() {
+    let served = |name: &str, owner: &str, at: &str| {
+        let mut t = ended(owned(name, 0, owner));
+        t.status.as_mut().unwrap().conditions.push(Condition {
+            type_: job_record::JOB_CREATED_CONDITION.to_owned(),
+            status: "True".to_owned(),
+            last_transition_time: Time(at.parse().unwrap()),
+            message: String::new(),
+            reason: "Created".to_owned(),
+            observed_generation: None,
+        });
+        t
+    };
+    let (a, b) = (owned("a", 5, "alice"), owned("b", 6, "bob"));
+    let all = [
+        served("a0", "alice", "2026-08-01T12:00:01Z"),
+        served("b0", "bob", "2026-08-01T11:00:00Z"),
+        a.clone(),
+        b.clone(),
+    ];
+    assert_eq!(admit_among(&b, 1, &all), Admission::Admit);
+    assert_eq!(admit_among(&a, 1, &all), Admission::Queued { ahead: 1 });
+}
+
+#[test]
+fn one_callers_tasks_keep_their_creation_order() {
+    let (a, b, c) = (owned("z", 1, "x"), owned("y", 2, "x"), owned("w", 3, "x"));
+    let all = [a.clone(), b.clone(), c.clone()];
+    assert_eq!(admit_among(&a, 1, &all), Admission::Admit);
+    assert_eq!(admit_among(&b, 1, &all), Admission::Queued { ahead: 1 });
+    assert_eq!(admit_among(&c, 1, &all), Admission::Queued { ahead: 2 });
 }
