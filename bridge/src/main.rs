@@ -21,7 +21,7 @@
 //! | `MCP_BRIDGE_DIR` | `/var/run/mcp` | the task's contract files |
 //! | `MCP_BRIDGE_INITIALIZE_SECONDS` | 60 | for the server to answer `initialize` (and each `tools/list`) |
 //! | `MCP_BRIDGE_CANCEL_GRACE_SECONDS` | 10 | for the server to stop after `notifications/cancelled` |
-//! | `MCP_CLIENT_CAPABILITIES` | `{}` | set by the operator: with `sampling` or `roots` declared, the server's requests of those kinds become input requests |
+//! | `MCP_CLIENT_CAPABILITIES` | `{}` | set by the operator: the bridge declares to the server the client's `elicitation` (with its modes), `sampling` and `roots`, and only those; the server's requests of those kinds become input requests |
 //! | `MCP_MESSAGE_NONCE` | the file `message-nonce` | set by the operator: the nonce the bridge signs its messages with; the server is started without it, and cannot read the bridge's environment (the bridge is not dumpable) |
 
 mod contract;
@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use crate::contract::{Contract, DEFAULT_DIR};
 use crate::server::Server;
-use crate::session::{Ended, Limits};
+use crate::session::{Elicitation, Ended, Limits};
 
 /// How long a server that answered may take to exit once its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -146,6 +146,7 @@ fn limits() -> Result<Limits, String> {
     Ok(Limits {
         initialize: seconds("MCP_BRIDGE_INITIALIZE_SECONDS", 60)?,
         cancel_grace: seconds("MCP_BRIDGE_CANCEL_GRACE_SECONDS", 10)?,
+        elicitation: declared.get("elicitation").and_then(Elicitation::declared),
         sampling: declared.get("sampling").is_some_and(Value::is_object),
         roots: declared.get("roots").is_some_and(Value::is_object),
     })

@@ -5,11 +5,17 @@
 //! https://modelcontextprotocol.io/specification/2025-11-25):
 //! - `notifications/progress` for the call → a status line;
 //! - `notifications/message` → a log line;
-//! - `elicitation/create` from the server → an input request; the client's answer, once it is
-//!   in the answers file, → the server's result;
-//! - `sampling/createMessage`, `roots/list` → input requests too when the client that created
-//!   the task declared `sampling` or `roots` (`MCP_CLIENT_CAPABILITIES`), and the bridge declares
-//!   them to the server; otherwise it declares neither and refuses them with -32601;
+//! - the bridge declares to the server only what the client that created the task declared
+//!   (`MCP_CLIENT_CAPABILITIES`): `elicitation` with the same modes, `sampling`, `roots`;
+//! - `elicitation/create` from the server → an input request when the client declared its mode;
+//!   `sampling/createMessage`, `roots/list` → input requests when it declared `sampling` or
+//!   `roots`. An undeclared kind is refused with -32601, an undeclared elicitation mode with
+//!   -32602 (https://modelcontextprotocol.io/specification/2025-11-25/client/elicitation);
+//! - the client's answer, once it is in the answers file, → the server's result; an answer with
+//!   an `error` member (the front end's "the client cannot be asked", docs/tool-contract.md)
+//!   → a JSON-RPC error with its code, message and data;
+//! - discovery (`--list`) declares every kind, so tools a server offers only to such clients
+//!   are listed too, and refuses every request the server makes meanwhile (nobody can answer);
 //! - the call's result → the result; its JSON-RPC error → the error;
 //! - a cancel request → `notifications/cancelled`, then the grace period, then the server is
 //!   stopped (and no result is printed: the task ends `cancelled`);
@@ -30,6 +36,8 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 const INTERNAL_ERROR: i64 = -32603;
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC "invalid params": MCP's answer to an elicitation mode the client did not declare.
+const INVALID_PARAMS: i64 = -32602;
 /// How often the cancel and answers files are read.
 const TICK: Duration = Duration::from_millis(500);
 /// Most tools/list pages read in discovery.
@@ -41,6 +49,45 @@ const INITIALIZE_ID: i64 = 1;
 const CALL_ID: i64 = 2;
 const FIRST_LIST_ID: i64 = 3;
 
+/// The elicitation modes the client declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elicitation {
+    /// Form mode (`elicitation.form`, or a bare `elicitation: {}`).
+    pub form: bool,
+    /// URL mode (`elicitation.url`).
+    pub url: bool,
+}
+
+impl Elicitation {
+    /// Both modes.
+    const ALL: Self = Self {
+        form: true,
+        url: true,
+    };
+
+    /// The modes of a client's `elicitation` capability, or `None` when it declares none the
+    /// bridge passes on. A bare `{}` declares form mode only (MCP 2025-11-25).
+    pub fn declared(capability: &Value) -> Option<Self> {
+        let modes = capability.as_object()?;
+        let declared = Self {
+            form: modes.is_empty() || modes.get("form").is_some_and(Value::is_object),
+            url: modes.get("url").is_some_and(Value::is_object),
+        };
+        (declared.form || declared.url).then_some(declared)
+    }
+
+    /// The capability the bridge declares to the server: the modes, each named.
+    fn capability(self) -> Value {
+        let mut modes = Map::new();
+        for (mode, on) in [("form", self.form), ("url", self.url)] {
+            if on {
+                modes.insert(mode.into(), json!({}));
+            }
+        }
+        Value::Object(modes)
+    }
+}
+
 /// Time limits of a session, and what the client behind it can answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -48,6 +95,9 @@ pub struct Limits {
     pub initialize: Duration,
     /// For the server to stop after a cancel.
     pub cancel_grace: Duration,
+    /// The client declared `elicitation` in these modes: the server's `elicitation/create` of
+    /// a declared mode is passed on.
+    pub elicitation: Option<Elicitation>,
     /// The client declared `sampling`: the server's `sampling/createMessage` is passed on.
     pub sampling: bool,
     /// The client declared `roots`: the server's `roots/list` is passed on.
@@ -127,7 +177,16 @@ pub async fn call(
 /// Lists the server's tools (every page) and prints them as the result's
 /// `structuredContent`: `{protocolVersion, serverInfo, tools}`.
 pub async fn list(server: &mut Server, contract: &Contract, limits: Limits) -> Ended {
+    // Declares every kind, so that tools offered only to clients that declared one are listed
+    // (each call declares what its own client did).
+    let limits = Limits {
+        elicitation: Some(Elicitation::ALL),
+        sampling: true,
+        roots: true,
+        ..limits
+    };
     let mut session = Session::new(server, contract, limits);
+    session.discovering = true;
     let Some(init) = session.initialize(limits).await else {
         return session.ended();
     };
@@ -172,6 +231,8 @@ struct Session<'a> {
     opened: usize,
     answered: bool,
     limits: Limits,
+    /// Listing tools: no request of the server can be answered.
+    discovering: bool,
 }
 
 impl<'a> Session<'a> {
@@ -183,6 +244,7 @@ impl<'a> Session<'a> {
             opened: 0,
             answered: false,
             limits,
+            discovering: false,
         }
     }
 
@@ -197,7 +259,10 @@ impl<'a> Session<'a> {
     /// `initialize` and `notifications/initialized`; the server's answer, or `None` after
     /// reporting why there is none.
     async fn initialize(&mut self, limits: Limits) -> Option<Value> {
-        let mut capabilities = json!({"elicitation": {}});
+        let mut capabilities = json!({});
+        if let Some(elicitation) = self.limits.elicitation {
+            capabilities["elicitation"] = elicitation.capability();
+        }
         if self.limits.sampling {
             capabilities["sampling"] = json!({});
         }
@@ -287,6 +352,10 @@ impl<'a> Session<'a> {
             ("ping", Some(id)) => {
                 self.server.answer(&id, json!({})).await;
             }
+            (other, Some(id)) if self.discovering => {
+                let why = format!("{other} cannot be answered while the bridge lists tools");
+                self.server.refuse(&id, METHOD_NOT_FOUND, &why).await;
+            }
             ("elicitation/create", Some(id)) => self.elicit(id, params.clone()).await,
             ("sampling/createMessage", Some(id)) if self.limits.sampling => {
                 self.ask("sampling", id, method, params.clone()).await;
@@ -302,10 +371,32 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Passes the server's elicitation on as an input request of the task.
+    /// Passes the server's elicitation on as an input request of the task, when the client
+    /// declared elicitation in its mode.
     async fn elicit(&mut self, id: Value, params: Value) {
+        let Some(declared) = self.limits.elicitation else {
+            let why = "Method not found: elicitation/create (the client that created the task \
+                       did not declare elicitation)";
+            self.server.refuse(&id, METHOD_NOT_FOUND, why).await;
+            return;
+        };
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        let allowed = match mode {
+            "form" => declared.form,
+            "url" => declared.url,
+            _ => false,
+        };
+        if !allowed {
+            let shown: String = mode.chars().take(32).collect();
+            let why = format!(
+                "Invalid params: the client that created the task did not declare elicitation \
+                 in {shown:?} mode"
+            );
+            self.server.refuse(&id, INVALID_PARAMS, &why).await;
+            return;
+        }
         // The contract passes URL elicitations on only with an https URL.
-        if params["mode"] == "url"
+        if mode == "url"
             && !params["url"]
                 .as_str()
                 .is_some_and(|u| u.starts_with("https://"))
@@ -348,9 +439,29 @@ impl<'a> Session<'a> {
             .collect();
         for key in ready {
             if let Some(id) = self.pending.remove(&key) {
-                self.server.answer(&id, answers[&key].clone()).await;
+                match answers[&key].get("error") {
+                    Some(error @ Value::Object(_)) => self.pass_error(&id, error).await,
+                    _ => {
+                        self.server.answer(&id, answers[&key].clone()).await;
+                    }
+                }
             }
         }
+    }
+
+    /// Answers the server's request `id` with the JSON-RPC error of an answer that says the
+    /// client cannot be asked (docs/tool-contract.md, "Input the client cannot be asked").
+    async fn pass_error(&mut self, id: &Value, error: &Value) {
+        let mut passed = json!({
+            "code": error["code"].as_i64().unwrap_or(INTERNAL_ERROR),
+            "message": error["message"].as_str().unwrap_or("The client could not be asked"),
+        });
+        if let Some(data) = error.get("data") {
+            passed["data"] = data.clone();
+        }
+        self.server
+            .send(&json!({"jsonrpc": "2.0", "id": id, "error": passed}))
+            .await;
     }
 
     /// Reports the server's answer to the call: its result, or its error.

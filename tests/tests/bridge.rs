@@ -137,7 +137,10 @@ async fn progress_becomes_status_lines_and_the_result_the_tasks() {
 #[tokio::test]
 async fn an_elicitation_round_trips_through_the_answers_file() {
     let server = everything();
-    let env = [("MCP_TOOL_NAME", "trigger-elicitation-request")];
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-elicitation-request"),
+        ("MCP_CLIENT_CAPABILITIES", r#"{"elicitation":{}}"#),
+    ];
     let mut bridge = Bridge::start(&[&server], &[], &env, None);
     let input = bridge.message().await.expect("an input request");
     assert_eq!(input["mcp"], "input", "{input}");
@@ -342,4 +345,102 @@ async fn sampling_is_passed_on_only_when_the_client_declared_it() {
             .contains("not found"),
         "{result}"
     );
+}
+
+/// The text of a result's content, or panics with the message.
+fn content_text(message: &Value) -> String {
+    assert_eq!(message["mcp"], "result", "{message}");
+    message["result"]["content"].to_string()
+}
+
+#[tokio::test]
+async fn elicitation_is_declared_to_the_server_only_as_the_client_declared_it() {
+    let server = everything();
+    // Nothing declared: the server offers no elicitation tool to this client.
+    let env = [("MCP_TOOL_NAME", "trigger-elicitation-request")];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let result = bridge.message().await.expect("an answer");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(content_text(&result).contains("not found"), "{result}");
+
+    // URL mode declared: the server's URL elicitation is an input request, its answer the
+    // server's result.
+    let url_only = r#"{"elicitation":{"url":{}}}"#;
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-url-elicitation"),
+        (
+            "MCP_TOOL_ARGUMENTS",
+            r#"{"url":"https://example.com/consent"}"#,
+        ),
+        ("MCP_CLIENT_CAPABILITIES", url_only),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let input = bridge.message().await.expect("an input request");
+    let request = &input["requests"]["elicitation-1"];
+    assert_eq!(request["params"]["mode"], "url", "{input}");
+    assert_eq!(
+        request["params"]["url"], "https://example.com/consent",
+        "{input}"
+    );
+    bridge.write(
+        "input-responses",
+        r#"{"elicitation-1": {"action": "accept"}}"#,
+    );
+    let result = bridge.message().await.expect("a result");
+    assert_ne!(result["result"]["isError"], true, "{result}");
+
+    // ... but a form elicitation from the same server is refused at once with -32602
+    // (the mode was not declared), never shown to the client.
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-elicitation-request"),
+        ("MCP_CLIENT_CAPABILITIES", url_only),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let result = bridge.message().await.expect("an answer");
+    let text = content_text(&result);
+    assert!(text.contains("-32602") && text.contains("form"), "{result}");
+}
+
+#[tokio::test]
+async fn an_answer_the_client_could_not_give_reaches_the_server_as_an_error() {
+    let server = everything();
+    let env = [
+        ("MCP_TOOL_NAME", "trigger-elicitation-request"),
+        ("MCP_CLIENT_CAPABILITIES", r#"{"elicitation":{}}"#),
+    ];
+    let mut bridge = Bridge::start(&[&server], &[], &env, None);
+    let input = bridge.message().await.expect("an input request");
+    assert_eq!(input["mcp"], "input", "{input}");
+    // What the front end writes for a request the client cannot be asked
+    // (docs/tool-contract.md, "Input the client cannot be asked").
+    let answer = json!({"elicitation-1": {"error": {
+        "code": -32021,
+        "message": "Missing required client capability: the client cannot be asked",
+        "data": {"requiredCapabilities": {"elicitation": {"form": {}}}},
+    }}});
+    bridge.write("input-responses", &answer.to_string());
+    let result = bridge.message().await.expect("an answer");
+    let text = content_text(&result);
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(
+        text.contains("-32021") && text.contains("the client cannot be asked"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn discovery_lists_the_tools_a_server_offers_only_to_capable_clients() {
+    let mut bridge = Bridge::start(&[&everything()], &["--list"], &[], None);
+    let listed = bridge.message().await.expect("the tool list");
+    let tools = listed["result"]["structuredContent"]["tools"].to_string();
+    for tool in [
+        "trigger-elicitation-request",
+        "trigger-url-elicitation",
+        "trigger-sampling-request",
+    ] {
+        assert!(
+            tools.contains(&format!("\"{tool}\"")),
+            "{tool} not in {tools}"
+        );
+    }
 }

@@ -15,7 +15,7 @@ use common::prepare_examples_blocking;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
-use mcp_task_operator_crds::{McpServer, McpTool, TaskStatus};
+use mcp_task_operator_crds::{McpServer, McpTask, McpTool, TaskStatus};
 use mcp_task_operator_harness::mcp_servers::start_operator;
 use mcp_task_operator_harness::operator::{
     Operator, TaskRecorder, answer, create_task, request_cancel, result_text, wait_status,
@@ -84,8 +84,16 @@ async fn real_mcp_servers_become_task_tools_that_report_progress_ask_and_stop() 
         let messages: Vec<String> = recorder.of(&name).iter().filter_map(|s| s.message.clone()).collect();
         assert!(messages.iter().any(|m| m == "1/3" || m == "2/3"), "progress never shown: {messages:?}");
 
-        // An elicitation: input_required with the server's own schema, answered, delivered.
-        let task = create_task(&client, &ns, "trigger-elicitation-request", json!({})).await;
+        // An elicitation: input_required with the server's own schema, answered, delivered. The
+        // bridge declares elicitation to the server only for a client that declared it.
+        let task: McpTask = serde_json::from_value(json!({
+            "apiVersion": "mcptasks.io/v1alpha1", "kind": "McpTask",
+            "metadata": {"name": mcp_task_operator_crds::task_id::generate()},
+            "spec": {"tool": "trigger-elicitation-request", "owner": "tests", "arguments": {}, "ttlMs": 3_600_000,
+                     "clientCapabilities": {"elicitation": {}}},
+        }))
+        .expect("an McpTask");
+        let task = Api::<McpTask>::namespaced(client.clone(), &ns).create(&Default::default(), &task).await.expect("created");
         let name = task.metadata.name.expect("name");
         let asking = wait_task(&client, &ns, &name, Duration::from_secs(180), |t| t.task_status() == TaskStatus::InputRequired).await;
         let requests = asking.status.and_then(|s| s.input_requests).expect("input requests");
