@@ -115,6 +115,21 @@ pub struct McpServerSpec {
     #[schemars(range(min = 1, max = 3600))]
     pub sync_timeout_seconds: i64,
 
+    /// Polling interval suggested to clients for tasks of the offered tools, in milliseconds
+    /// (100 to 600000; see McpTool spec.pollIntervalMs); unset: the McpTool default, 2000. A
+    /// tool's own `spec.tools[].pollIntervalMs` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 600000))]
+    pub poll_interval_ms: Option<i64>,
+
+    /// How long a tools/call of an offered tool that becomes a task waits for the task to
+    /// finish before it answers, in milliseconds (0 to 30000; see McpTool
+    /// spec.immediateResultMs): a call that completes within it is answered as a plain result.
+    /// Unset: 0, the task handle at once. A tool's own `spec.tools[].immediateResultMs` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 30000))]
+    pub immediate_result_ms: Option<i64>,
+
     /// Limit on the discovery run (initialize and tools/list), in seconds; default 120.
     #[serde(default = "default_discovery_timeout_seconds")]
     #[schemars(range(min = 5, max = 3600))]
@@ -135,6 +150,16 @@ pub struct ServerTool {
     /// How its calls run; default the server's spec.taskSupport.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_support: Option<TaskSupport>,
+    /// Its polling interval in milliseconds (100 to 600000); default the server's
+    /// spec.pollIntervalMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 600000))]
+    pub poll_interval_ms: Option<i64>,
+    /// Its wait for an immediate result in milliseconds (0 to 30000); default the server's
+    /// spec.immediateResultMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 30000))]
+    pub immediate_result_ms: Option<i64>,
 }
 
 /// What the operator last discovered about an `McpServer`.

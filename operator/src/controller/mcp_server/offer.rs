@@ -110,6 +110,19 @@ pub fn offer(
         if let Some(deadline) = spec.active_deadline_seconds {
             tool_spec["activeDeadlineSeconds"] = json!(deadline);
         }
+        // The tool's own timing wins over the server's; unset leaves the McpTool's defaults.
+        let poll = chosen
+            .and_then(|t| t.poll_interval_ms)
+            .or(spec.poll_interval_ms);
+        if let Some(poll) = poll {
+            tool_spec["pollIntervalMs"] = json!(poll);
+        }
+        let immediate = chosen
+            .and_then(|t| t.immediate_result_ms)
+            .or(spec.immediate_result_ms);
+        if let Some(immediate) = immediate {
+            tool_spec["immediateResultMs"] = json!(immediate);
+        }
         let tool_bytes = json_bytes(&tool_spec);
         if tool_bytes > limits.max_tool_bytes {
             let reason = format!(
@@ -344,6 +357,39 @@ mod tests {
         assert_eq!(
             skipped[4],
             ("gone", "in spec.tools but the server does not list it")
+        );
+    }
+
+    #[test]
+    fn timing_comes_from_the_tool_entry_then_the_server_then_the_mcp_tool_defaults() {
+        let found = discovery(json!([
+            {"name": "fast", "inputSchema": {"type": "object"}},
+            {"name": "slow", "inputSchema": {"type": "object"}}
+        ]));
+        let s = server(json!({
+            "pollIntervalMs": 500, "immediateResultMs": 3000,
+            "tools": [{"name": "fast", "immediateResultMs": 10000, "pollIntervalMs": 100}, {"name": "slow"}]
+        }));
+        let offered = offer(&s, &found, "bridge:1", &ServerLimits::default()).unwrap();
+        let timing: Vec<(i64, i64)> = offered
+            .tools
+            .iter()
+            .map(|t| (t.spec.poll_interval_ms, t.spec.immediate_result_ms))
+            .collect();
+        assert_eq!(timing, [(100, 10000), (500, 3000)]);
+        let plain = offer(
+            &server(json!({})),
+            &found,
+            "bridge:1",
+            &ServerLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                plain.tools[0].spec.poll_interval_ms,
+                plain.tools[0].spec.immediate_result_ms
+            ),
+            (2000, 0)
         );
     }
 
