@@ -24,7 +24,7 @@ use crate::bounds;
 use crate::error::{Error, Result};
 use crate::quota::Reservation;
 use crate::request::CallContext;
-use crate::state::{AppState, server_info_meta};
+use crate::state::{AppState, add_server_info, server_info_meta};
 use crate::tasks::{check_input_response, retry_after_ms};
 use crate::tools::{CatalogSnapshot, ToolEntry};
 use crate::wait::{Waited, wait_for_task};
@@ -122,7 +122,7 @@ pub async fn call_tool(
     }
     let mut response = run_synchronously(state, &entry, task, reservation, context).await?;
     if let CallToolResponse::Complete(result) = &mut response {
-        result.meta.get_or_insert_with(server_info_meta);
+        add_server_info(&mut result.meta);
     }
     Ok(response)
 }
@@ -371,7 +371,7 @@ async fn run_as_task(
         latest = match wait_or_cancel(state, latest.clone(), changes, limit, context).await? {
             Waited::Settled(done) if done.task_status() == TaskStatus::Completed => {
                 let mut result = wire::call_tool_result(&done)?;
-                result.meta.get_or_insert_with(server_info_meta);
+                add_server_info(&mut result.meta);
                 return Ok(CallToolResponse::Complete(result));
             }
             Waited::Settled(failed) if failed.task_status() == TaskStatus::Failed => {

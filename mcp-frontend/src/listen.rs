@@ -159,11 +159,14 @@ async fn stream_tasks(
     let mut tool_changes = state.tools.list_changes();
     tool_changes.mark_unchanged();
     let mut tools_open = filter.tools_list_changed;
+    // The ack is the listen's first answer: it names this server, as every result does.
+    let mut ack_meta = server_info_meta();
+    ack_meta.insert(SUBSCRIPTION_ID.to_owned(), subscription_id.clone());
     let ack = json!({
         "jsonrpc": "2.0",
         "method": "notifications/subscriptions/acknowledged",
         "params": {
-            "_meta": { SUBSCRIPTION_ID: subscription_id },
+            "_meta": ack_meta,
             "notifications": honoured,
         },
     });

@@ -181,3 +181,11 @@ pub fn server_info_meta() -> rmcp::model::MetaObject {
     });
     META.clone()
 }
+
+/// Adds this server's `serverInfo` to the `_meta` of a result that may carry its own (a tool's
+/// result): the tool's other keys are kept, and `serverInfo` is this server's, whatever the
+/// tool wrote under that key, since this server is the one answering.
+pub fn add_server_info(meta: &mut Option<rmcp::model::MetaObject>) {
+    let meta = meta.get_or_insert_with(rmcp::model::MetaObject::default);
+    meta.0.extend(server_info_meta().0);
+}

@@ -1,14 +1,15 @@
 //! An `McpServer`'s timing settings reach its McpTools and the clients: `immediateResultMs` and
 //! `pollIntervalMs`, server-wide and per tool (a tool's own value wins). A bridged tool that
 //! answers at once, with `immediateResultMs` set, comes back to a client that declared the
-//! tasks extension as a plain result, not as a task polled every 2 s. Run by the real operator
-//! with the bridge image and the real front end.
+//! tasks extension as a plain result, not as a task polled every 2 s; that result and the
+//! `subscriptions/listen` acknowledgement carry `serverInfo`. Run by the real operator with the
+//! bridge image and the real front end.
 
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
-use mcp_task_operator_crds::{McpServer, McpTool};
+use mcp_task_operator_crds::{McpServer, McpTool, task_id};
 use mcp_task_operator_harness::frontend::Frontend;
 use mcp_task_operator_harness::mcp_client::Mcp;
 use mcp_task_operator_harness::mcp_servers::{
@@ -92,6 +93,24 @@ async fn a_bridged_tool_that_answers_at_once_comes_back_as_an_immediate_result()
         assert!(result.get("taskId").is_none(), "{result}");
         let text = result["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.starts_with("done at "), "{result}");
+        let server_info = "io.modelcontextprotocol/serverInfo";
+        assert_eq!(
+            result["_meta"][server_info]["name"], "mcp-task-operator",
+            "{result}"
+        );
+
+        // The listen acknowledgement names the server too (docs/CONFORMANCE.md), even when
+        // it leaves every task out.
+        let mut listen = mcp.listen("listen-1", &[&task_id::generate()]).await;
+        let ack = listen.next().await;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        assert_eq!(
+            ack["params"]["_meta"][server_info]["name"], "mcp-task-operator",
+            "{ack}"
+        );
     })
     .await;
 }
