@@ -32,8 +32,11 @@ pub struct ToolPolicy {
     /// ServiceAccount names no tool may run as, in any namespace: the operator's and the front
     /// end's (`MCP_OPERATOR_FORBIDDEN_SERVICE_ACCOUNTS`, default none).
     pub forbidden_service_accounts: Vec<String>,
-    /// Allows privileged containers, added capabilities beyond the baseline list and Windows
-    /// host-process containers (`MCP_OPERATOR_TOOL_POLICY_ALLOW_PRIVILEGED`, default false).
+    /// Allows privileged containers, added capabilities beyond the baseline list, Windows
+    /// host-process containers, and the rest the Pod Security "baseline" profile forbids:
+    /// seccomp or AppArmor `Unconfined`, SELinux options beyond the container types, a
+    /// `procMount` other than `Default`, unsafe sysctls ([`baseline`];
+    /// `MCP_OPERATOR_TOOL_POLICY_ALLOW_PRIVILEGED`, default false).
     pub allow_privileged: bool,
     /// Allows `hostNetwork`, `hostPID`, `hostIPC` and container `hostPort`s
     /// (`MCP_OPERATOR_TOOL_POLICY_ALLOW_HOST_NAMESPACES`, default false).
@@ -47,7 +50,8 @@ pub struct ToolPolicy {
 pub enum Rule {
     /// A ServiceAccount of the project (never permitted).
     ServiceAccount,
-    /// Privilege: `privileged`, added capabilities, Windows host process.
+    /// Privilege: `privileged`, added capabilities, Windows host process, and the rest of the
+    /// Pod Security baseline's security context rules.
     Privileged,
     /// Host namespaces and host ports.
     HostNamespaces,
@@ -161,6 +165,21 @@ pub fn check_template(
             Rule::Privileged,
         );
     }
+    if !policy.allow_privileged
+        && let Some((path, value)) = baseline::pod(
+            spec.security_context.as_ref(),
+            template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref()),
+        )
+    {
+        return Err(PolicyViolation {
+            path,
+            value,
+            rule: Rule::Privileged,
+        });
+    }
     for (list, i, context, ports) in containers(spec) {
         let at = |field: &str| format!("{list}[{i}].{field}");
         if !policy.allow_privileged
@@ -250,6 +269,7 @@ fn privilege(context: Option<&SecurityContext>) -> Option<(String, Option<String
                 )
             })
         })
+        .or_else(|| baseline::container(context))
 }
 
 /// Whether `cap` is on the baseline list. Container runtimes upper-case a capability and add
@@ -261,5 +281,6 @@ fn is_baseline_capability(cap: &str) -> bool {
     BASELINE_CAPABILITIES.contains(&name)
 }
 
+mod baseline;
 #[cfg(test)]
 mod tests;

@@ -61,8 +61,52 @@ fn offending_tools() -> Vec<(McpTool, &'static str)> {
             ),
             "spec.template.spec.hostNetwork is not allowed",
         ),
+        // The rest of the Pod Security baseline profile (the old policy let these through).
+        (
+            with_spec(
+                "seccomp-unconfined",
+                json!({"template": {"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}}),
+            ),
+            "spec.template.spec.securityContext.seccompProfile.type \"Unconfined\" is not allowed",
+        ),
+        (
+            with_spec(
+                "unsafe-sysctl",
+                json!({"template": {"spec": {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "65536"}]}}}}),
+            ),
+            "spec.template.spec.securityContext.sysctls[0].name \"kernel.msgmax\" is not allowed",
+        ),
+        (
+            tool(
+                "proc-unmasked",
+                BUSYBOX_IMAGE,
+                &["true"],
+                json!({}),
+                json!({"securityContext": {"procMount": "Unmasked"}}),
+            ),
+            "spec.template.spec.containers[0].securityContext.procMount \"Unmasked\" is not allowed",
+        ),
+        (
+            tool(
+                "selinux-type",
+                BUSYBOX_IMAGE,
+                &["true"],
+                json!({}),
+                json!({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}),
+            ),
+            "spec.template.spec.containers[0].securityContext.seLinuxOptions.type \"spc_t\" is not allowed",
+        ),
     ]
 }
+
+/// The tools of [`offending_tools`] that the privileged switch permits.
+const PRIVILEGED: [&str; 5] = [
+    "privileged",
+    "seccomp-unconfined",
+    "unsafe-sysctl",
+    "proc-unmasked",
+    "selinux-type",
+];
 
 /// Waits until the tool's Ready condition has `status`; returns its reason and message.
 async fn wait_ready_status(client: &Client, ns: &str, name: &str, status: &str) -> String {
@@ -144,7 +188,7 @@ async fn the_allow_switches_let_the_same_templates_through_but_never_the_service
         for (tool, _) in offending_tools() {
             create_tool(&client, &ns, &tool).await;
         }
-        for name in ["privileged", "host-path", "host-network"] {
+        for name in PRIVILEGED.into_iter().chain(["host-path", "host-network"]) {
             let (status, reason, message) = tool_ready(&client, &ns, name).await;
             assert_eq!(
                 (status.as_str(), reason.as_str()),

@@ -249,3 +249,90 @@ spec:
     );
     assert_eq!(check_job(&Job::default(), &strict()), Ok(()));
 }
+
+/// The rest of the Pod Security baseline (`policy/baseline.rs`): each field that breaks it,
+/// at the pod and in any container, is refused with its path and value; what the profile
+/// allows passes; the privileged switch permits them all.
+#[test]
+fn the_rest_of_the_pod_security_baseline_is_refused() {
+    let cases = [
+        (
+            "securityContext: {seccompProfile: {type: Unconfined}}\ncontainers: [{name: tool, image: i}]",
+            "spec.template.spec.securityContext.seccompProfile.type \"Unconfined\"",
+        ),
+        (
+            "securityContext: {appArmorProfile: {type: Unconfined}}\ncontainers: [{name: tool, image: i}]",
+            "spec.template.spec.securityContext.appArmorProfile.type \"Unconfined\"",
+        ),
+        (
+            "securityContext: {seLinuxOptions: {type: spc_t}}\ncontainers: [{name: tool, image: i}]",
+            "spec.template.spec.securityContext.seLinuxOptions.type \"spc_t\"",
+        ),
+        (
+            "securityContext: {seLinuxOptions: {user: system_u}}\ncontainers: [{name: tool, image: i}]",
+            "spec.template.spec.securityContext.seLinuxOptions.user \"system_u\"",
+        ),
+        (
+            "securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}, {name: kernel.msgmax, value: '1'}]}\ncontainers: [{name: tool, image: i}]",
+            "spec.template.spec.securityContext.sysctls[1].name \"kernel.msgmax\"",
+        ),
+        (
+            "containers: [{name: tool, image: i, securityContext: {seccompProfile: {type: Unconfined}}}]",
+            "spec.template.spec.containers[0].securityContext.seccompProfile.type \"Unconfined\"",
+        ),
+        (
+            "containers: [{name: tool, image: i, securityContext: {appArmorProfile: {type: Unconfined}}}]",
+            "spec.template.spec.containers[0].securityContext.appArmorProfile.type \"Unconfined\"",
+        ),
+        (
+            "containers: [{name: tool, image: i}]\ninitContainers: [{name: init, image: i, securityContext: {seLinuxOptions: {role: sysadm_r}}}]",
+            "spec.template.spec.initContainers[0].securityContext.seLinuxOptions.role \"sysadm_r\"",
+        ),
+        (
+            "containers: [{name: tool, image: i, securityContext: {procMount: Unmasked}}]",
+            "spec.template.spec.containers[0].securityContext.procMount \"Unmasked\"",
+        ),
+    ];
+    for (spec, path) in cases {
+        let message = refused(spec);
+        assert_eq!(
+            message,
+            format!(
+                "{path} is not allowed (operator tool policy; MCP_OPERATOR_TOOL_POLICY_ALLOW_PRIVILEGED=true permits it)"
+            )
+        );
+        assert_eq!(
+            check_template(&template(spec), &allow_all()),
+            Ok(()),
+            "{spec}"
+        );
+    }
+    let allowed = r#"
+securityContext:
+  seccompProfile: {type: Localhost, localhostProfile: p.json}
+  appArmorProfile: {type: RuntimeDefault}
+  seLinuxOptions: {type: container_t, level: "s0:c1,c2"}
+  sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: "0"}]
+containers:
+  - name: tool
+    image: i
+    securityContext: {procMount: Default, appArmorProfile: {type: Localhost, localhostProfile: p}}
+"#;
+    assert_eq!(check_template(&template(allowed), &strict()), Ok(()));
+
+    // The AppArmor annotation from before the field.
+    let mut annotated = template(TOOL);
+    let key = "container.apparmor.security.beta.kubernetes.io/tool";
+    for (value, ok) in [
+        ("runtime/default", true),
+        ("localhost/p", true),
+        ("unconfined", false),
+    ] {
+        annotated.metadata = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            annotations: Some([(key.to_owned(), value.to_owned())].into()),
+            ..Default::default()
+        });
+        let checked = check_template(&annotated, &strict());
+        assert_eq!(checked.is_ok(), ok, "{value}: {checked:?}");
+    }
+}
