@@ -38,12 +38,12 @@ impl Cluster {
         Ok(Self { client, namespace })
     }
 
-    /// The front end's URL and the Host to send: its Service in the namespace, by the chart's
-    /// label, at its cluster IP, named by its DNS name (which the front end's Host check
-    /// always allows). That address answers only where the cluster network reaches (a node, a
-    /// pod, a local cluster); elsewhere pass `--url`. [`service::pick_frontend`] says which
-    /// Service, and when none is taken.
-    pub async fn frontend(&self, release: Option<&str>) -> Result<(String, String), Error> {
+    /// The front end's Service in the namespace, by the chart's label: its URL at the cluster
+    /// IP, the Host to send (its DNS name, which the front end's Host check always allows) and
+    /// the token audience it publishes. That address answers only where the cluster network
+    /// reaches (a node, a pod, a local cluster); elsewhere pass `--url`.
+    /// [`service::pick_frontend`] says which Service, and when none is taken.
+    pub async fn frontend(&self, release: Option<&str>) -> Result<service::Frontend, Error> {
         let services: Api<Service> = Api::namespaced(self.client.clone(), &self.namespace);
         let list = services
             .list(&ListParams::default().labels(FRONTEND_SELECTOR))

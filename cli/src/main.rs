@@ -21,8 +21,6 @@ use crate::cluster::{Cluster, result_text};
 use crate::front::Front;
 use crate::term::inert_line;
 
-/// The front end's default token audience (the chart's `frontend.auth.tokenReview.audiences`).
-const DEFAULT_AUDIENCE: &str = "mcp-task-operator";
 /// Bounds on how often a followed task is polled, whatever its `pollIntervalMs` says.
 const MIN_POLL: Duration = Duration::from_millis(200);
 const MAX_POLL: Duration = Duration::from_secs(30);
@@ -63,9 +61,10 @@ struct Cli {
     /// Make a ten-minute token of this ServiceAccount (needs `create serviceaccounts/token`).
     #[arg(long, global = true, conflicts_with = "token")]
     service_account: Option<String>,
-    /// Audience of the token made for --service-account.
-    #[arg(long, global = true, default_value = DEFAULT_AUDIENCE)]
-    audience: String,
+    /// Audience of the token made for --service-account (default: the one the front end's
+    /// Service publishes, annotation `mcptasks.io/token-audience`, the release's own).
+    #[arg(long, global = true, env = "MCP_TOKEN_AUDIENCE")]
+    audience: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -191,20 +190,32 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 /// The front end client: `--url` (or the Service found in the namespace), with `--token` or a
-/// token made for `--service-account`.
+/// token made for `--service-account`, for `--audience` or else the audience that Service
+/// publishes (each release has its own, so a token for one is refused by every other).
 async fn front(cli: &Cli, cluster: Result<Cluster, Error>) -> Result<Front, Error> {
     let needs_cluster = cli.url.is_none() || cli.service_account.is_some();
     let cluster = if needs_cluster { Some(cluster?) } else { None };
-    let (url, host) = match (&cli.url, &cluster) {
-        (Some(url), _) => (url.clone(), None),
-        (None, Some(cluster)) => {
-            let (url, host) = cluster.frontend(cli.release.as_deref()).await?;
-            (url, Some(host))
+    let minted_for_service = cli.service_account.is_some() && cli.audience.is_none();
+    let service = match &cluster {
+        Some(cluster) if cli.url.is_none() || minted_for_service => {
+            Some(cluster.frontend(cli.release.as_deref()).await?)
         }
-        (None, None) => unreachable!("a cluster when there is no URL"),
+        _ => None,
+    };
+    let (url, host) = match (&cli.url, &service) {
+        (Some(url), _) => (url.clone(), None),
+        (None, Some(service)) => (service.url.clone(), Some(service.host.clone())),
+        (None, None) => unreachable!("a Service when there is no URL"),
     };
     let token = match (&cli.service_account, &cluster) {
-        (Some(account), Some(cluster)) => Some(cluster.token(account, &cli.audience).await?),
+        (Some(account), Some(cluster)) => {
+            let audience = match (&cli.audience, &service) {
+                (Some(audience), _) => audience.as_str(),
+                (None, Some(service)) => service.token_audience()?,
+                (None, None) => unreachable!("a Service when there is no --audience"),
+            };
+            Some(cluster.token(account, audience).await?)
+        }
         _ => cli.token.clone(),
     };
     Front::new(&url, host, token)

@@ -3,22 +3,66 @@
 //! taken for it. Labels prove nothing, so more than one candidate is refused, not guessed.
 
 use k8s_openapi::api::core::v1::Service;
+use mcp_task_operator_crds::TOKEN_AUDIENCE_ANNOTATION;
 
 use crate::Error;
+use crate::term::inert_line;
 
 /// Label the chart gives the front end's Service.
 pub const FRONTEND_SELECTOR: &str = "app.kubernetes.io/component=mcp-frontend";
 /// Label naming the Helm release an object belongs to (the chart sets it on every object).
 const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// Longest token audience taken from a Service's annotation.
+const MAX_AUDIENCE_BYTES: usize = 512;
 
-/// The front end's URL and Host among `services` (those wearing [`FRONTEND_SELECTOR`] in
-/// `namespace`): the only one, or the only one of Helm release `release` when given. None,
-/// or more than one, is an error that names what was found and the flag that chooses.
+/// The front end Service the CLI talks to.
+#[derive(Debug)]
+pub struct Frontend {
+    /// Its MCP endpoint at the cluster IP.
+    pub url: String,
+    /// The Host to send: its DNS name and port.
+    pub host: String,
+    /// Its name, for messages.
+    name: String,
+    /// The audience the chart publishes on it ([`TOKEN_AUDIENCE_ANNOTATION`]), if any.
+    audience: Option<String>,
+}
+
+impl Frontend {
+    /// The audience to mint tokens for: the one the Service publishes. A Service without it
+    /// (a chart before per-release audiences, or static or no authentication) is an error
+    /// asking for `--audience`, never a guess: a shared guess is what per-release audiences
+    /// exist to avoid.
+    pub fn token_audience(&self) -> Result<&str, Error> {
+        let name = &self.name;
+        match self.audience.as_deref() {
+            None | Some("") => Err(Error::Usage(format!(
+                "the front end Service {name} publishes no token audience \
+                 ({TOKEN_AUDIENCE_ANNOTATION}; the chart sets it in tokenreview mode): pass \
+                 --audience"
+            ))),
+            Some(audience) if audience.len() > MAX_AUDIENCE_BYTES => Err(Error::Usage(format!(
+                "the token audience the front end Service {name} publishes is longer than \
+                 {MAX_AUDIENCE_BYTES} bytes: pass --audience"
+            ))),
+            Some(audience) if audience.chars().any(char::is_control) => Err(Error::Usage(format!(
+                "the token audience the front end Service {name} publishes holds control \
+                     characters ({}): pass --audience",
+                inert_line(audience)
+            ))),
+            Some(audience) => Ok(audience),
+        }
+    }
+}
+
+/// The front end among `services` (those wearing [`FRONTEND_SELECTOR`] in `namespace`): the
+/// only one, or the only one of Helm release `release` when given. None, or more than one,
+/// is an error that names what was found and the flag that chooses.
 pub fn pick_frontend(
     services: &[Service],
     namespace: &str,
     release: Option<&str>,
-) -> Result<(String, String), Error> {
+) -> Result<Frontend, Error> {
     let candidates: Vec<&Service> = services
         .iter()
         .filter(|s| release.is_none_or(|r| release_of(s) == Some(r)))
@@ -41,8 +85,18 @@ pub fn pick_frontend(
              pass --url"
         )));
     };
-    let host = format!("{name}.{namespace}.svc:{port}");
-    Ok((format!("http://{ip}:{port}/mcp"), host))
+    let audience = service
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(TOKEN_AUDIENCE_ANNOTATION))
+        .cloned();
+    Ok(Frontend {
+        url: format!("http://{ip}:{port}/mcp"),
+        host: format!("{name}.{namespace}.svc:{port}"),
+        name: name.to_owned(),
+        audience,
+    })
 }
 
 fn release_of(service: &Service) -> Option<&str> {
@@ -116,8 +170,10 @@ mod tests {
         if let Some(r) = release {
             labels[INSTANCE_LABEL] = json!(r);
         }
+        let audience = format!("mcp-task-operator.ns.{name}");
         serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "metadata": {"name": name, "namespace": "ns", "labels": labels,
+                         "annotations": {TOKEN_AUDIENCE_ANNOTATION: audience}},
             "spec": {"clusterIP": ip, "ports": [{"name": "http", "port": 8080}]},
         }))
         .unwrap()
@@ -132,9 +188,45 @@ mod tests {
     #[test]
     fn the_only_front_end_service_is_used_at_its_cluster_ip_and_dns_name() {
         let real = service("cli-mcp-frontend", Some("cli"), "10.96.0.7");
-        let (url, host) = pick_frontend(&[real], "ns", None).unwrap();
-        assert_eq!(url, "http://10.96.0.7:8080/mcp");
-        assert_eq!(host, "cli-mcp-frontend.ns.svc:8080");
+        let front = pick_frontend(&[real], "ns", None).unwrap();
+        assert_eq!(front.url, "http://10.96.0.7:8080/mcp");
+        assert_eq!(front.host, "cli-mcp-frontend.ns.svc:8080");
+    }
+
+    #[test]
+    fn tokens_are_minted_for_the_audience_the_picked_service_publishes() {
+        let services = [
+            service("other-mcp-frontend", Some("other"), "10.96.0.9"),
+            service("cli-mcp-frontend", Some("cli"), "10.96.0.7"),
+        ];
+        let front = pick_frontend(&services, "ns", Some("cli")).unwrap();
+        assert_eq!(
+            front.token_audience().unwrap(),
+            "mcp-task-operator.ns.cli-mcp-frontend"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_unusable_published_audience_asks_for_audience() {
+        let mut old_chart = service("cli-mcp-frontend", Some("cli"), "10.96.0.7");
+        old_chart.metadata.annotations = None;
+        let front = pick_frontend(&[old_chart], "ns", None).unwrap();
+        let got = front.token_audience().unwrap_err().to_string();
+        assert!(got.contains("publishes no token audience"), "{got}");
+        assert!(got.contains("pass --audience"), "{got}");
+        for (bad, says) in [
+            ("x".repeat(MAX_AUDIENCE_BYTES + 1), "longer than 512 bytes"),
+            ("a\u{1b}[2Jb".to_owned(), "a\\u{1b}[2Jb"),
+        ] {
+            let mut service = service("cli-mcp-frontend", Some("cli"), "10.96.0.7");
+            service.metadata.annotations = Some([(TOKEN_AUDIENCE_ANNOTATION.into(), bad)].into());
+            let front = pick_frontend(&[service], "ns", None).unwrap();
+            let got = front.token_audience().unwrap_err().to_string();
+            assert!(
+                got.contains(says) && got.contains("pass --audience"),
+                "{got}"
+            );
+        }
     }
 
     #[test]
@@ -156,8 +248,8 @@ mod tests {
             service("a-decoy", Some("other"), "10.96.0.9"),
             service("cli-mcp-frontend", Some("cli"), "10.96.0.7"),
         ];
-        let (url, _) = pick_frontend(&services, "ns", Some("cli")).unwrap();
-        assert_eq!(url, "http://10.96.0.7:8080/mcp");
+        let front = pick_frontend(&services, "ns", Some("cli")).unwrap();
+        assert_eq!(front.url, "http://10.96.0.7:8080/mcp");
         let got = err(&services, Some("nope"));
         assert!(
             got.contains("no front end Service of release nope"),

@@ -36,3 +36,7 @@ pub const VERSION: &str = "v1alpha1";
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 /// Label the operator puts on each task's Job and pods (its value: the task's ID).
 pub const TASK_LABEL: &str = "mcptasks.io/task";
+/// Annotation the chart puts on the front end's Service in `tokenreview` mode: the audience
+/// callers mint tokens for (the first of `frontend.auth.tokenReview.audiences`, by default the
+/// release's own `mcp-task-operator.<namespace>.<fullname>`). `kubectl mcp` reads it.
+pub const TOKEN_AUDIENCE_ANNOTATION: &str = "mcptasks.io/token-audience";

@@ -1,6 +1,6 @@
 //! MCP callers of a Helm-installed front end with the chart's default auth (TokenReview for
-//! the audience [`AUDIENCE`], RBAC on tools): ServiceAccounts bound to the chart's caller role
-//! or to a Role for a few tools, and tokens minted for the front end's audience.
+//! the release's own [`audience`], RBAC on tools): ServiceAccounts bound to the chart's caller
+//! role or to a Role for a few tools, and tokens minted for the front end's audience.
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -11,18 +11,27 @@ use rand::Rng;
 use crate::mcp_client::Reply;
 use crate::{TEST_FIELD_MANAGER, kubectl_ok};
 
-/// The chart's default `frontend.auth.tokenReview.audiences`.
-pub const AUDIENCE: &str = "mcp-task-operator";
+/// The chart's `mto.fullname` of release `release` (no name overrides): `<release>-<chart>`,
+/// or the release name when it already holds the chart name.
+pub fn fullname(release: &str) -> String {
+    if release.contains("mcp-task-operator") {
+        release.to_owned()
+    } else {
+        format!("{release}-mcp-task-operator")
+    }
+}
+
+/// The token audience of release `release` in `ns` with the chart's default (empty)
+/// `frontend.auth.tokenReview.audiences`: `mcp-task-operator.<ns>.<fullname>`, which the
+/// chart also publishes on the front end Service as `mcptasks.io/token-audience`.
+pub fn audience(ns: &str, release: &str) -> String {
+    format!("mcp-task-operator.{ns}.{}", fullname(release))
+}
 
 /// The chart's example caller ClusterRole of release `release` in `ns`
 /// (`<ns>-<fullname>-caller`).
 pub fn caller_role(ns: &str, release: &str) -> String {
-    let fullname = if release.contains("mcp-task-operator") {
-        release.to_owned()
-    } else {
-        format!("{release}-mcp-task-operator")
-    };
-    format!("{ns}-{fullname}-caller")
+    format!("{ns}-{}-caller", fullname(release))
 }
 
 /// Who a binding names: a ServiceAccount of the namespace, a user or a group.
@@ -115,12 +124,13 @@ pub async fn grant_tools(client: &Client, ns: &str, binding: &str, who: Who<'_>,
     role_binding(client, ns, binding, role_ref, who).await;
 }
 
-/// A ServiceAccount `name` in `ns`, bound to the caller role of `release`, and a token of it
-/// for [`AUDIENCE`]: a client of a release installed with the chart's default auth.
+/// A ServiceAccount `name` in `ns`, bound to the caller role of `release` (installed in
+/// `ns`), and a token of it for the release's [`audience`]: a client of a release installed
+/// with the chart's default auth.
 pub async fn caller_token(client: &Client, ns: &str, release: &str, name: &str) -> String {
     service_account(client, ns, name).await;
     bind_caller_role(client, ns, release, name, Who::ServiceAccount(name)).await;
-    token(ns, name, Some(AUDIENCE))
+    token(ns, name, Some(&audience(ns, release)))
 }
 
 async fn role_binding(client: &Client, ns: &str, name: &str, role_ref: RoleRef, who: Who<'_>) {

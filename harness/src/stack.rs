@@ -30,7 +30,7 @@ pub const ANONYMOUS_TWO_REPLICAS: &[&str] = &[
 
 /// `--set` values of the stack the end-to-end, fault and load tests install: namespace-scoped,
 /// 2 operator and 2 front-end replicas, and the chart's default auth (TokenReview for the
-/// audience [`crate::callers::AUDIENCE`], RBAC on tools): clients send a token from
+/// release's own audience, [`crate::callers::audience`], RBAC on tools): clients send a token from
 /// [`crate::callers::caller_token`].
 pub const TWO_REPLICAS: &[&str] = &[
     "rbac.scope=namespace",

@@ -1,8 +1,9 @@
 //! Authentication and authorization of the Helm-installed front end with the chart's default
 //! auth values (issue 12, findings 2 and 3):
 //!
-//! - TokenReview accepts only tokens issued for the chart's audience (`mcp-task-operator`): a
-//!   token without `--audience` (for the API server) gets 401;
+//! - TokenReview accepts only tokens issued for the release's audience
+//!   (`mcp-task-operator.<namespace>.<fullname>`): a token without `--audience` (for the API
+//!   server) gets 401 (one release's audience against another's is `chart_audience.rs`);
 //! - RBAC decides which tools a caller sees and calls (verb `call` on `mcptools`, by object
 //!   name): for ServiceAccount tokens, bound directly or through their group, and for static
 //!   tokens through the token file's groups column. A refused call reads exactly like a call
@@ -15,7 +16,7 @@ use kube::api::ListParams;
 use kube::{Api, Client};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::callers::{
-    AUDIENCE, Who, assert_unauthorized, caller_token, grant_tools, random_token, service_account,
+    Who, assert_unauthorized, audience, caller_token, grant_tools, random_token, service_account,
     token,
 };
 use mcp_task_operator_harness::mcp_client::Mcp;
@@ -84,7 +85,7 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
         apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let url = mcp_url(port);
 
-        // Audience binding: only tokens minted for the chart's audience are accepted.
+        // Audience binding: only tokens minted for the release's audience are accepted.
         let full = Mcp::new(&url).with_token(&caller_token(&client, &ns, "az", "caller").await);
         full.wait_for_tools(&["confirm_delete", "failing_job", "greet", "slow_compute"])
             .await;
@@ -114,7 +115,7 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
         service_account(&client, &ns, "agent-a").await;
         let who = Who::ServiceAccount("agent-a");
         grant_tools(&client, &ns, "agent-a", who, &["conformance-greet"]).await;
-        let a = Mcp::new(&url).with_token(&token(&ns, "agent-a", Some(AUDIENCE)));
+        let a = Mcp::new(&url).with_token(&token(&ns, "agent-a", Some(&audience(&ns, "az"))));
         a.wait_for_tools(&["greet"]).await;
         assert_eq!(listed(&a).await, ["greet"]);
         assert_refused_like_unknown(&client, &ns, &a, "slow_compute").await;
@@ -131,7 +132,7 @@ async fn chart_default_auth_accepts_only_tokens_for_its_audience_and_rbac_picks_
         // Caller B has no binding of its own: it sees nothing until its ServiceAccount group
         // is granted failing_job.
         service_account(&client, &ns, "agent-b").await;
-        let b = Mcp::new(&url).with_token(&token(&ns, "agent-b", Some(AUDIENCE)));
+        let b = Mcp::new(&url).with_token(&token(&ns, "agent-b", Some(&audience(&ns, "az"))));
         assert!(listed(&b).await.is_empty());
         assert_refused_like_unknown(&client, &ns, &b, "greet").await;
         let group = format!("system:serviceaccounts:{ns}");

@@ -160,7 +160,7 @@ async fn the_readme_install_runs_the_pushed_digests_passes_helm_test_and_complet
         "-n",
         ns,
         "--audience",
-        "mcp-task-operator",
+        "mcp-task-operator.mcp-system.mto-mcp-task-operator",
     ]);
     let forward =
         block_in_place(|| PortForward::start(ns, "mto-mcp-task-operator-mcp-frontend", 8080));

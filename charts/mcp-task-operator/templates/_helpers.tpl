@@ -116,6 +116,21 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 {{- end }}
 
+{{/* The audiences the front end accepts tokens for (tokenreview mode), comma-separated:
+frontend.auth.tokenReview.audiences, or when that is empty the release's own,
+`mcp-task-operator.<release namespace>.<fullname>`. Namespace and fullname name one install in
+the cluster (namespaces hold no dots), so no two releases share the default. */}}
+{{- define "mto.frontend.audiences" -}}
+{{- $own := printf "mcp-task-operator.%s.%s" .Release.Namespace (include "mto.fullname" .) }}
+{{- join "," (.Values.frontend.auth.tokenReview.audiences | default (list $own)) }}
+{{- end }}
+
+{{/* The audience callers mint tokens for: the first of mto.frontend.audiences. The front end
+Service publishes it as annotation mcptasks.io/token-audience. */}}
+{{- define "mto.frontend.audience" -}}
+{{- first (splitList "," (include "mto.frontend.audiences" .)) }}
+{{- end }}
+
 {{/* The operator's Lease name. */}}
 {{- define "mto.operator.leaseName" -}}
 {{- default (include "mto.operator.fullname" .) .Values.operator.config.leaseName }}
@@ -129,9 +144,6 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 {{- if and (eq $auth.mode "static") (not $auth.static.existingSecret) }}
 {{- fail "frontend.auth.mode=static needs frontend.auth.static.existingSecret" }}
-{{- end }}
-{{- if and (eq $auth.mode "tokenreview") (not $auth.tokenReview.audiences) }}
-{{- fail "frontend.auth.mode=tokenreview needs frontend.auth.tokenReview.audiences: tokens for the API server's own audience are never accepted" }}
 {{- end }}
 {{- $opc := .Values.operator.config }}
 {{- if ge (int $opc.leaseRenewDeadlineSeconds) (int $opc.leaseDurationSeconds) }}

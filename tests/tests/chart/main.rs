@@ -173,7 +173,8 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
     );
     assert_eq!(of_kind(&namespaced, "ClusterRole").len(), 2);
     named(&namespaced, "Role", "mto-mcp-task-operator-operator");
-    // The default audience is the chart's own, never the API server's.
+    // The default audience is the release's own (namespace and fullname), never the API
+    // server's, and the Service publishes it for `kubectl mcp`.
     let frontend = named(
         &namespaced,
         "Deployment",
@@ -182,7 +183,19 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
     let container = &frontend["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         env(container, "MCP_FRONTEND_TOKEN_AUDIENCES").unwrap()["value"],
-        "mcp-task-operator"
+        "mcp-task-operator.tools.mto-mcp-task-operator"
+    );
+    let own = "mcp-task-operator.tools.mto-mcp-task-operator";
+    assert_audiences(&[], own, own);
+    assert_audiences(&["frontend.auth.tokenReview.audiences=null"], own, own);
+    // An explicit list is used as given; its first entry is published, over any value.
+    assert_audiences(
+        &[
+            "frontend.auth.tokenReview.audiences={shared,other}",
+            "frontend.service.annotations.mcptasks\\.io/token-audience=forged",
+        ],
+        "shared,other",
+        "shared",
     );
     assert_eq!(
         env(container, "MCP_FRONTEND_AUTHORIZATION_MODE").unwrap()["value"],
@@ -238,6 +251,13 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
             .iter()
             .any(|d| d["kind"].as_str().is_some_and(|k| k.starts_with("Cluster")))
     );
+    // Nor does its Service name a token audience: no token is minted for static tokens.
+    let service = named(
+        &static_auth,
+        "Service",
+        "mto-mcp-task-operator-mcp-frontend",
+    );
+    assert!(service["metadata"]["annotations"]["mcptasks.io/token-audience"].is_null());
 
     // Optional objects render only when asked for.
     assert!(
@@ -260,12 +280,33 @@ fn chart_lints_clean_and_renders_least_privilege_in_both_scopes() {
         &["rbac.scope=everywhere"][..],
         &["frontend.auth.mode=none"],
         &["frontend.auth.mode=static"],
-        &["frontend.auth.tokenReview.audiences=null"],
         &["frontend.authorization.mode=abac"],
     ] {
         let refused = !template(RELEASE, None, bad).status.success();
         assert!(refused, "{bad:?} must be refused");
     }
+}
+
+/// With `sets`, the front end of release mto in namespace tools accepts `audiences` (its
+/// `MCP_FRONTEND_TOKEN_AUDIENCES`), and its Service and the `helm test` pod's token name the
+/// first, `published`.
+fn assert_audiences(sets: &[&str], audiences: &str, published: &str) {
+    let mut sets = sets.to_vec();
+    sets.push("test.tool=greet");
+    let docs = render("tools", &sets);
+    let frontend = named(&docs, "Deployment", "mto-mcp-task-operator-mcp-frontend");
+    let container = &frontend["spec"]["template"]["spec"]["containers"][0];
+    let accepted = &env(container, "MCP_FRONTEND_TOKEN_AUDIENCES").expect("audiences")["value"];
+    assert_eq!(accepted, audiences, "{sets:?}");
+    let service = named(&docs, "Service", "mto-mcp-task-operator-mcp-frontend");
+    let annotation = &service["metadata"]["annotations"]["mcptasks.io/token-audience"];
+    assert_eq!(annotation, published, "{sets:?}");
+    let test_pod = of_kind(&docs, "Pod")
+        .into_iter()
+        .find(|p| p["spec"]["volumes"][0]["name"] == "token")
+        .expect("the helm test pod with a token");
+    let projected = &test_pod["spec"]["volumes"][0]["projected"]["sources"][0];
+    assert_eq!(projected["serviceAccountToken"]["audience"], published);
 }
 
 #[test]

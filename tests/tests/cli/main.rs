@@ -1,5 +1,5 @@
 //! `kubectl mcp` (the `cli/` plugin) driven in a real terminal: tmux runs it against the Helm
-//! chart installed with its default auth (TokenReview for the chart's audience, RBAC on tools),
+//! chart installed with its default auth (TokenReview for the release's audience, RBAC on tools),
 //! the real operator and the conformance tools as real Jobs. The test types what a user
 //! types and reads the screen.
 //!
@@ -184,7 +184,7 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         let _release = Release::new(&ns, RELEASE);
         let port = block_in_place(|| install(&ns, RELEASE, SETS));
         // The caller's ServiceAccount, bound to the chart's caller role; the plugin makes its
-        // own token for the front end's audience with --service-account.
+        // own token with --service-account, for the audience the release's Service publishes.
         caller_token(&client, &ns, RELEASE, CALLER).await;
         apply_examples(&client, &ns, &[CONFORMANCE_TOOLS]).await;
         let plugin = plugin_dir();
@@ -272,6 +272,12 @@ async fn kubectl_mcp_calls_follows_answers_cancels_and_inspects_tasks() {
         let text = output_text(&followed_cancel);
         assert_eq!(followed_cancel.status.code(), Some(3), "{text}");
         assert!(text.contains("cancelled"), "{text}");
+        // The token is minted for the audience the release's Service publishes (above);
+        // --audience overrides it, and the old shared default is refused.
+        let shared = caller(&["--audience", "mcp-task-operator", "follow", &long]);
+        let text = output_text(&shared);
+        assert_eq!(shared.status.code(), Some(1), "{text}");
+        assert!(text.contains("401"), "{text}");
 
         // 4. The table, one task, its log, with the kubeconfig only.
         let tasks = block_in_place(|| kubectl_mcp(&plugin, &["-n", &ns, "tasks"]));
