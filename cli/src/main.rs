@@ -309,3 +309,15 @@ fn answers_keys(answers: &std::collections::BTreeMap<String, Value>) -> String {
     let keys: Vec<_> = answers.keys().map(|k| inert_line(k)).collect();
     keys.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}
