@@ -224,14 +224,19 @@ async fn expired_task_answers_task_has_expired_to_its_owner() {
 
         let id = mcp.start_task("short-lived", json!({})).await;
         assert_eq!(mcp.get_task(&id).await.result()["ttlMs"], 2000);
-        // The stand-in never deletes tasks, so the front end alone decides expiry.
+        // Past its TTL a task that has not ended is still served (docs/DESIGN.md#expired-task).
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let running = mcp.get_task(&id).await;
+        assert_eq!(running.result()["status"], "working", "{}", running.body);
+        mcp.cancel_task(&id).await;
+        // Ended, it expires. The stand-in never deletes tasks, so the front end alone decides.
         let deadline = tokio::time::Instant::now() + WAIT;
         let expired = loop {
             let reply = mcp.get_task(&id).await;
             if reply.error_code().is_some() {
                 break reply;
             }
-            assert!(tokio::time::Instant::now() < deadline, "never expired");
+            assert!(tokio::time::Instant::now() < deadline, "never expired: {}", reply.body);
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         };
         assert_eq!(expired.error_code(), Some(-32602));
