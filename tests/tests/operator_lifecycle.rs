@@ -13,6 +13,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
+use mcp_task_operator_crds::wire::poll::readable_until;
 use mcp_task_operator_crds::{CANCEL_REQUESTED_ANNOTATION, McpTask, TaskStatus};
 use mcp_task_operator_harness::operator::{
     TaskRecorder, WAIT, create_task, create_task_with, create_tool, request_cancel, shell_tool,
@@ -235,10 +236,15 @@ async fn an_expired_task_is_deleted_with_its_job_and_pod() {
             .and_then(|s| s.expires_at.clone())
             .expect("expiresAt");
         let created = done.metadata.creation_timestamp.clone().expect("created");
+        // createdAt + ttlMs, or later: readable for the interval advised at its end + 30 s
+        // (docs/DESIGN.md#retention).
+        let ended = done.last_updated_at().expect("lastUpdatedAt");
+        let readable = readable_until(done.spec.poll_interval_ms, created.0, ended);
+        let by_ttl = created.0 + std::time::Duration::from_millis(15_000);
         assert_eq!(
-            expires.0.duration_since(created.0).as_millis(),
-            15_000,
-            "expiresAt = createdAt + ttlMs"
+            expires.0,
+            by_ttl.max(readable),
+            "expiresAt = max(createdAt + ttlMs, end + advice + margin)"
         );
 
         let tasks: Api<McpTask> = Api::namespaced(client.clone(), &ns);
