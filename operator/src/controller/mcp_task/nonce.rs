@@ -89,6 +89,20 @@ mod tests {
     use crate::controller::mcp_task::build::build_job;
     use crate::fixtures::{downward_files, task, tool};
 
+    /// The (path, field path) pairs the Job's contract volume projects.
+    fn contract_files(job: &Job) -> Vec<(String, String)> {
+        let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        let volume = spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == VOLUME_NAME);
+        downward_files(volume.unwrap())
+            .into_iter()
+            .map(|(path, field)| (path.to_owned(), field.to_owned()))
+            .collect()
+    }
+
     #[test]
     fn nonces_are_256_random_bits_in_hex() {
         let (a, b) = (generate(), generate());
@@ -104,13 +118,7 @@ mod tests {
         assert_eq!(of_job(&job), None, "no nonce unless added");
         add_to_job(&mut job, "abc123");
         assert_eq!(of_job(&job), Some("abc123"));
-        let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-        let volume = spec
-            .volumes
-            .iter()
-            .flatten()
-            .find(|v| v.name == VOLUME_NAME);
-        let files = downward_files(volume.unwrap());
+        let files = contract_files(&job);
         let (_, field) = files
             .iter()
             .find(|(path, _)| *path == MESSAGE_NONCE_FILE)
@@ -134,13 +142,7 @@ mod tests {
             });
         add_to_job(&mut job, "abc123");
         assert_eq!(of_job(&job), Some("abc123"));
-        let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-        let volume = spec
-            .volumes
-            .iter()
-            .flatten()
-            .find(|v| v.name == VOLUME_NAME);
-        let files = downward_files(volume.unwrap());
+        let files = contract_files(&job);
         assert!(
             !files.iter().any(|(path, _)| *path == MESSAGE_NONCE_FILE),
             "{files:?}"
