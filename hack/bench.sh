@@ -24,10 +24,10 @@ else
 fi
 # The trivial tool runs the stock busybox; the Rust tool image is packaged by the harness.
 examples/build-images.sh wrap-cli
-# The bridge section (issue 16): the bridge image the operator copies into server pods (the
-# harness imports the example images, mcp-server-time among them, itself).
+# The bridge and warm sections (issues 16, 38): the bridge image the operator copies into server
+# pods and warm pods (the harness imports the example images, mcp-server-time among them, itself).
 case ",${MTO_BENCH_SECTIONS:-bridge}," in
-*,bridge,*) IMAGE_TAG=bench "$HACK/build-images.sh" ;;
+*,bridge,* | *,warm,*) IMAGE_TAG=bench "$HACK/build-images.sh" ;;
 esac
 
 MTO_FRONTEND_BIN=$TARGET/mcp-task-frontend \

@@ -4,9 +4,9 @@
 # them to the registry (hack/registry-push.sh) and pins every one by digest: installs the
 # CRDs and the Helm chart (namespace-scoped, static bearer token whose user `demo` is bound to
 # the chart's caller role, front end on a NodePort of the bridge address), registers the
-# example tools and one real MCP server (mcp-server-time), waits for them to be Ready, and
-# runs the restock report through the front end with the Python MCP SDK, printing each status
-# it sees.
+# example tools and one real MCP server (mcp-server-time, with a warm pool), waits for them to
+# be Ready, and runs the restock report through the front end with the Python MCP SDK, printing
+# each status it sees, then one warm call of time_convert_time.
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
 . "$HACK/versions.sh"
@@ -59,12 +59,29 @@ kubectl -n "$NS" rollout status deployment --timeout=5m >/dev/null
   examples/conformance/mcptools.yaml examples/wrap-cli/mcptool.yaml examples/mcp-servers/time.yaml |
   kubectl apply -n "$NS" -f - >/dev/null
 # A real MCP server (mcp-server-time from PyPI): the operator lists its tools in a Job first.
+# Its quick tools get a warm pool (a started, initialized server waits for each call) and
+# answer as plain results.
+kubectl patch mcpserver time -n "$NS" --type merge \
+  -p '{"spec":{"warmPool":{"minReady":1,"maxReady":2},"immediateResultMs":10000}}' >/dev/null
 kubectl wait -n "$NS" --for=condition=Ready mcpserver --all --timeout=180s
 kubectl wait -n "$NS" --for=condition=Ready mcptool --all --timeout=120s
+# Until a warm pod waits (its server initialized: the pod is Ready), three minutes at most.
+ready='{.items[*].status.conditions[?(@.type=="Ready")].status}'
+for _ in $(seq 180); do
+  kubectl get pod -n "$NS" -l mcptasks.io/warm-pool -o jsonpath="$ready" | grep -q True && break
+  sleep 1
+done
 
 echo
 echo "== demo: restock_report through $URL =="
 "$CLIENTS/py/bin/python" examples/clients/restock_report.py "$URL" --token "$TOKEN" --delay-ms 100
+echo
+echo "== demo: time_convert_time on a warm pod (mcp-server-time started before the call) =="
+start=$(date +%s%N)
+"$CLIENTS/py/bin/python" examples/clients/restock_report.py "$URL" --token "$TOKEN" \
+  --tool time_convert_time \
+  --arguments '{"source_timezone":"Europe/Paris","time":"14:30","target_timezone":"Asia/Tokyo"}'
+echo "(answered in $(( ($(date +%s%N) - start) / 1000000 )) ms, Python client start-up included)"
 
 cat <<MSG
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Sections to run (`MTO_BENCH_SECTIONS`, comma-separated; default all:
-    /// `get,stored,call,life,scale,e2e,bridge`).
+    /// `get,call,life,scale,e2e,bridge,warm`).
     pub sections: Vec<String>,
     /// Recorded time per load point (`MTO_BENCH_SECONDS`, default 4).
     pub load_time: Duration,
@@ -32,6 +32,9 @@ pub struct Config {
     pub scale: Vec<usize>,
     /// Tasks started at once in the end-to-end section (`MTO_BENCH_E2E_TASKS`, default 20).
     pub e2e_tasks: usize,
+    /// Recorded time of the warm-start section's steady load (`MTO_BENCH_WARM_SECONDS`,
+    /// default 90), after 30 s unrecorded.
+    pub warm_load_time: Duration,
     /// Task counts of the fleet section on KWOK fake nodes (`MTO_BENCH_FLEET`, default
     /// `1000,5000`; the section runs only when named in `MTO_BENCH_SECTIONS`, as `make scale`
     /// does).
@@ -46,7 +49,7 @@ pub struct Config {
     /// The minimal Rust MCP server packaged as `localhost/rust-mcp-server:v1`
     /// (`MTO_RUST_MCP_SERVER_BIN`), for the bridge section.
     pub rust_mcp_server_bin: Option<String>,
-    /// The bridge image the operator of the bridge section copies into server pods
+    /// The bridge image the operator of the bridge and warm sections copies into pods
     /// (`MTO_BRIDGE_IMAGE`, default `localhost/mcp-bridge:bench`, which `hack/bench.sh` builds).
     pub bridge_image: String,
     /// Where the results table goes (`MTO_BENCH_OUT`, default
@@ -77,7 +80,7 @@ impl Config {
         let target = var("CARGO_TARGET_DIR").unwrap_or_else(|| "target".to_owned());
         Ok(Self {
             sections: var("MTO_BENCH_SECTIONS")
-                .unwrap_or_else(|| "get,call,life,scale,e2e,bridge".to_owned())
+                .unwrap_or_else(|| "get,call,life,scale,e2e,bridge,warm".to_owned())
                 .split(',')
                 .map(|s| s.trim().to_owned())
                 .collect(),
@@ -91,6 +94,9 @@ impl Config {
             runs: number("MTO_BENCH_RUNS", 16)?,
             scale: list("MTO_BENCH_SCALE", "1000,5000,10000")?,
             e2e_tasks: number("MTO_BENCH_E2E_TASKS", 20)?,
+            warm_load_time: Duration::from_secs(
+                number("MTO_BENCH_WARM_SECONDS", 90)?.max(10) as u64
+            ),
             fleet: list("MTO_BENCH_FLEET", "1000,5000")?,
             fleet_long: var("MTO_BENCH_FLEET_LONG").is_some_and(|v| v != "0"),
 

@@ -1,7 +1,7 @@
 //! `mto-bench`: the benchmark harness behind `make bench`. It measures, in one run, each figure
-//! of issue 7 beside a baseline measured in the same run, and the bridge's per-call cost (issue
-//! 16) beside a contract-native tool; it prints the results as Markdown tables and writes them
-//! to `MTO_BENCH_OUT`.
+//! of issue 7 beside a baseline measured in the same run, the bridge's per-call cost (issue 16)
+//! beside a contract-native tool, and warm starts beside cold ones (issue 38); it prints the
+//! results as Markdown tables and writes them to `MTO_BENCH_OUT`.
 //!
 //! `mto-bench` runs the sections (settings in [`config::Config`]); `mto-bench serve-axum ...`,
 //! `serve-jsonrpc ...` and `serve-rmcp ...` are the baseline servers it starts as child
@@ -30,7 +30,7 @@ use kube::Client;
 
 use crate::config::Config;
 use crate::report::{Report, Section};
-use crate::sections::{Bench, bridge, call, e2e, get, life, scale};
+use crate::sections::{Bench, bridge, call, e2e, get, life, scale, warm};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -68,7 +68,9 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
         sections: Vec::new(),
     };
     // The sections of `make bench`, in the order they run.
-    for name in ["get", "stored", "call", "life", "scale", "e2e", "bridge"] {
+    for name in [
+        "get", "stored", "call", "life", "scale", "e2e", "bridge", "warm",
+    ] {
         if !config.runs_section(name) {
             continue;
         }
@@ -79,7 +81,8 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error + Send + Sy
             "life" => measure(config, name, life::section(), life::run).await,
             "scale" => measure(config, name, scale::section(), scale::run).await,
             "e2e" => measure(config, name, e2e::section(), e2e::run).await,
-            _ => measure(config, name, bridge::section(), bridge::run).await,
+            "bridge" => measure(config, name, bridge::section(), bridge::run).await,
+            _ => measure(config, name, warm::section(), warm::run).await,
         });
     }
     if config.runs_section("fleet") {

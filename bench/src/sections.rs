@@ -1,6 +1,6 @@
 //! The measurements, one module each; every one runs in a namespace of its own. `make bench`
-//! runs the five of issue 7 and the bridge's cost (issue 16); `make scale` runs the fleet on
-//! fake nodes (issue 14).
+//! runs the five of issue 7, the bridge's cost (issue 16) and warm starts (issue 38); `make
+//! scale` runs the fleet on fake nodes (issue 14).
 
 pub mod bridge;
 pub mod call;
@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod get;
 pub mod life;
 pub mod scale;
+pub mod warm;
 
 use kube::Client;
 

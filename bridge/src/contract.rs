@@ -19,6 +19,14 @@ const MAX_STATUS_CHARS: usize = 1024;
 pub struct Contract {
     dir: PathBuf,
     nonce: Option<String>,
+    /// Writes to stderr instead of stdout: a warm pod before its claim, whose output is no
+    /// task's yet.
+    unclaimed: bool,
+    /// The cancel file's content when the call was claimed, which is no cancel of this call
+    /// (`--serve`: the file is the pod's, and the operator's reset reaches it late).
+    cancel_seen: Option<String>,
+    /// Runs right before the call's last line (its result or error) is written.
+    before_final: Option<Box<dyn Fn()>>,
 }
 
 impl Contract {
@@ -26,8 +34,13 @@ impl Contract {
     /// [`NONCE_ENV`], else of the file `message-nonce` in `dir` (a pod made without the
     /// bridge's template, or a test).
     pub fn new(dir: &Path) -> Self {
-        let nonce = std::env::var(NONCE_ENV)
-            .ok()
+        Self::with_nonce(dir, std::env::var(NONCE_ENV).ok())
+    }
+
+    /// The contract of a claimed warm pod: the nonce came with the claim, else from the file
+    /// `message-nonce` in `dir`.
+    pub fn with_nonce(dir: &Path, nonce: Option<String>) -> Self {
+        let nonce = nonce
             .filter(|n| !n.trim().is_empty())
             .or_else(|| std::fs::read_to_string(dir.join("message-nonce")).ok())
             .map(|n| n.trim().to_owned())
@@ -35,6 +48,29 @@ impl Contract {
         Self {
             dir: dir.to_owned(),
             nonce,
+            unclaimed: false,
+            cancel_seen: None,
+            before_final: None,
+        }
+    }
+
+    /// The contract of one call of a `--serve` pod: the cancel file's content now is no
+    /// cancel of this call, and `before_final` runs right before its result or error line.
+    pub fn for_reused_pod(mut self, before_final: impl Fn() + 'static) -> Self {
+        self.cancel_seen = Some(self.cancel_content());
+        self.before_final = Some(Box::new(before_final));
+        self
+    }
+
+    /// The contract of a warm pod before its claim: what it writes goes to stderr, and never
+    /// as a message, so whatever the server does then cannot speak for a task.
+    pub fn unclaimed(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            nonce: None,
+            unclaimed: true,
+            cancel_seen: None,
+            before_final: None,
         }
     }
 
@@ -51,11 +87,19 @@ impl Contract {
 
     /// The task's result (an MCP `CallToolResult`).
     pub fn result(&self, result: Value) {
+        self.before_final();
         self.send("result", "result", result);
     }
 
     /// The task fails with this JSON-RPC error.
     pub fn error(&self, code: i64, message: &str, data: Option<Value>) {
+        self.before_final();
+        self.failure(code, message, data);
+    }
+
+    /// The task fails with this JSON-RPC error, and a `--serve` pod stays held: its server is
+    /// gone, so the pod ends rather than take another call.
+    pub fn failure(&self, code: i64, message: &str, data: Option<Value>) {
         let mut error = json!({ "code": code, "message": message });
         if let Some(data) = data {
             error["data"] = data;
@@ -65,15 +109,27 @@ impl Contract {
 
     /// An ordinary log line (never taken for a message: it does not start with `{`).
     pub fn log(&self, line: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "mcp-bridge: {line}");
-        let _ = out.flush();
+        self.write_line(&format!("mcp-bridge: {line}"));
     }
 
-    /// Whether the client asked the task to stop (the file holds the time it did).
+    /// Whether the client asked the task to stop (the file holds the time it did), and not
+    /// with the content the file had when the call was claimed.
     pub fn cancel_requested(&self) -> bool {
+        let content = self.cancel_content();
+        !content.is_empty() && self.cancel_seen.as_ref() != Some(&content)
+    }
+
+    /// The cancel file's content, trimmed (empty when there is none).
+    fn cancel_content(&self) -> String {
         std::fs::read_to_string(self.dir.join("cancel-requested"))
-            .is_ok_and(|t| !t.trim().is_empty())
+            .map(|t| t.trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    fn before_final(&self) {
+        if let Some(hook) = &self.before_final {
+            hook();
+        }
     }
 
     /// Every answer the client sent so far, by key (`{}` until the first).
@@ -97,8 +153,20 @@ impl Contract {
             message.insert("nonce".into(), Value::String(nonce.clone()));
         }
         message.insert(field.into(), value);
+        self.write_line(&Value::Object(message).to_string());
+    }
+
+    fn write_line(&self, line: &str) {
+        if self.unclaimed {
+            // The container log holds stderr too: no line of an unclaimed pod reads as a message.
+            match line.starts_with('{') {
+                true => eprintln!("mcp-bridge: unclaimed: {line}"),
+                false => eprintln!("{line}"),
+            }
+            return;
+        }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", Value::Object(message));
+        let _ = writeln!(out, "{line}");
         let _ = out.flush();
     }
 }
@@ -149,6 +217,23 @@ mod tests {
         std::fs::write(dir.join("input-responses"), r#"{"k":{"action":"accept"}}"#).unwrap();
         assert_eq!(contract.answers()["k"]["action"], "accept");
         std::fs::write(dir.join("cancel-requested"), "2026-12-01T12:00:00Z").unwrap();
+        assert!(contract.cancel_requested());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_reused_pods_call_is_cancelled_only_by_a_cancel_file_it_has_not_seen() {
+        let dir = std::env::temp_dir().join(format!("mcp-bridge-reused-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cancel = dir.join("cancel-requested");
+        std::fs::write(&cancel, "2026-12-01T12:00:00Z\n").unwrap();
+        let contract = Contract::new(&dir).for_reused_pod(|| {});
+        assert!(!contract.cancel_requested(), "the previous call's cancel");
+        std::fs::write(&cancel, "").unwrap();
+        assert!(!contract.cancel_requested(), "the operator's reset");
+        std::fs::write(&cancel, "2026-12-01T12:00:00Z").unwrap();
+        assert!(!contract.cancel_requested());
+        std::fs::write(&cancel, "2026-12-01T12:00:07Z").unwrap();
         assert!(contract.cancel_requested());
         std::fs::remove_dir_all(&dir).unwrap();
     }

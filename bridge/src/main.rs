@@ -4,11 +4,18 @@
 //!
 //! ```text
 //! mcp-bridge [--list] [--] COMMAND [ARG...]
+//! mcp-bridge --warm -- COMMAND [ARG...]
+//! mcp-bridge --serve -- COMMAND [ARG...]
+//! mcp-bridge --launch -- COMMAND [ARG...]
 //! mcp-bridge --install DEST
 //! ```
 //!
 //! `--install` copies the binary to DEST (what the init container of a server's pod does, so
-//! that the server's own image needs nothing of ours).
+//! that the server's own image needs nothing of ours). `--warm` and `--launch` run in a warm
+//! pod (`docs/tool-contract.md`, "Warm pods"): they wait for a task's claim, `--warm` with the
+//! server already initialized, `--launch` to then start a native tool with the claim's env.
+//! `--serve` is `--warm` for many calls, one at a time, with the same server process (a tool
+//! with `reuse: perCaller`): after each call it waits for the next claim.
 //!
 //! Without `--list` it calls the tool `MCP_BRIDGE_TOOL` (default `MCP_TOOL_NAME`) with
 //! `MCP_TOOL_ARGUMENTS`; with `--list` it prints the server's tools as a result, for
@@ -24,9 +31,14 @@
 //! | `MCP_CLIENT_CAPABILITIES` | `{}` | set by the operator: the bridge declares to the server the client's `elicitation` (with its modes), `sampling` and `roots`, and only those; the server's requests of those kinds become input requests |
 //! | `MCP_MESSAGE_NONCE` | the file `message-nonce` | set by the operator: the nonce the bridge signs its messages with; the server is started without it, and cannot read the bridge's environment (the bridge is not dumpable) |
 
+mod claim;
 mod contract;
+mod launch;
+mod serve;
 mod server;
 mod session;
+mod warm;
+mod warm_bridge;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,7 +52,7 @@ use crate::server::Server;
 use crate::session::{Elicitation, Ended, Limits};
 
 /// How long a server that answered may take to exit once its stdin is closed.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// Largest value accepted for the time settings.
 const MAX_SECONDS: u64 = 86_400;
 
@@ -55,19 +67,38 @@ async fn main() -> ExitCode {
     if args.first().is_some_and(|a| a == "--install") {
         return install(args.get(1));
     }
-    let list = args.first().is_some_and(|a| a == "--list");
-    if list {
+    let mode = args
+        .first()
+        .filter(|a| ["--list", "--warm", "--serve", "--launch"].contains(&a.as_str()))
+        .cloned();
+    if mode.is_some() {
         args.remove(0);
     }
+    let list = mode.as_deref() == Some("--list");
     if args.first().is_some_and(|a| a == "--") {
         args.remove(0);
     }
     let dir = PathBuf::from(std::env::var("MCP_BRIDGE_DIR").unwrap_or_else(|_| DEFAULT_DIR.into()));
     let contract = Contract::new(&dir);
     let Some((command, rest)) = args.split_first() else {
-        eprintln!("usage: mcp-bridge [--list] [--] COMMAND [ARG...]");
+        eprintln!("usage: mcp-bridge [--list|--warm|--serve|--launch] [--] COMMAND [ARG...]");
         return ExitCode::from(2);
     };
+    match mode.as_deref() {
+        Some("--launch") => return launch::main(command, rest).await,
+        Some(warm @ ("--warm" | "--serve")) => {
+            // No task to report a bad setting to: the pod ends before it is ready.
+            return match limits() {
+                Ok(limits) if warm == "--serve" => serve::main(command, rest, &dir, limits).await,
+                Ok(limits) => warm_bridge::main(command, rest, &dir, limits).await,
+                Err(why) => {
+                    eprintln!("mcp-bridge: {why}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        _ => {}
+    }
     let limits = match limits() {
         Ok(limits) => limits,
         Err(why) => {
@@ -89,7 +120,7 @@ async fn main() -> ExitCode {
         let tool = std::env::var("MCP_BRIDGE_TOOL")
             .or_else(|_| std::env::var("MCP_TOOL_NAME"))
             .unwrap_or_default();
-        let arguments = match arguments() {
+        let arguments = match arguments(std::env::var("MCP_TOOL_ARGUMENTS").ok().as_deref()) {
             Ok(arguments) => arguments,
             Err(why) => {
                 contract.error(-32602, &why, None);
@@ -129,9 +160,9 @@ fn install(dest: Option<&String>) -> ExitCode {
     }
 }
 
-fn arguments() -> Result<Value, String> {
-    let text = std::env::var("MCP_TOOL_ARGUMENTS").unwrap_or_else(|_| "{}".into());
-    match serde_json::from_str::<Value>(&text) {
+/// The call's arguments from the text of `MCP_TOOL_ARGUMENTS` (`{}` when unset).
+pub(crate) fn arguments(text: Option<&str>) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text.unwrap_or("{}")) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err("MCP_TOOL_ARGUMENTS is not a JSON object".into()),
     }

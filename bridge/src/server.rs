@@ -37,16 +37,23 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `command` with `args`, stdin and stdout piped.
+    /// Starts `command` with `args`, stdin and stdout piped, without the nonce and the warm
+    /// pod's settings in its env.
     pub fn start(command: &str, args: &[String]) -> std::io::Result<Self> {
-        let mut child = Command::new(command)
+        let mut child = Command::new(command);
+        child
             .args(args)
             .env_remove(crate::contract::NONCE_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
+            .kill_on_drop(true);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with(crate::warm::ENV_PREFIX) {
+                child.env_remove(name);
+            }
+        }
+        let mut child = child.spawn()?;
         let stdin = child.stdin.take();
         let (tx, messages) = mpsc::channel(256);
         if let Some(stdout) = child.stdout.take() {

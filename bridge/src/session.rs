@@ -19,7 +19,13 @@
 //! - the call's result → the result; its JSON-RPC error → the error;
 //! - a cancel request → `notifications/cancelled`, then the grace period, then the server is
 //!   stopped (and no result is printed: the task ends `cancelled`);
-//! - a server that exits or stays silent → an error with the last lines of its stderr.
+//! - a server that exits or stays silent → an error with the last lines of its stderr;
+//! - a warm pod (`--warm`) initializes the server before any task claims it, so it declares
+//!   nothing whatever the client declared, and refuses every request of the server but `ping`;
+//! - a `--serve` pod makes many calls in one session: each has its own request id (which is
+//!   also its progress token: another call's progress is not its status) and input request
+//!   keys (`<kind>-<id>-<n>` from the second call on, so an answer to an earlier call's
+//!   request never answers a later one's).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -46,7 +52,8 @@ const MAX_PAGES: usize = 100;
 const MAX_INPUT_REQUESTS: usize = 64;
 
 const INITIALIZE_ID: i64 = 1;
-const CALL_ID: i64 = 2;
+/// The request id of a session's first `tools/call` (later ones count up from it).
+pub const CALL_ID: i64 = 2;
 const FIRST_LIST_ID: i64 = 3;
 
 /// The elicitation modes the client declared.
@@ -93,7 +100,8 @@ impl Elicitation {
 pub struct Limits {
     /// For the server to answer `initialize`.
     pub initialize: Duration,
-    /// For the server to stop after a cancel.
+    /// For the server to stop after a cancel; zero: the call ends once the server is told
+    /// (a `--serve` pod keeps its server).
     pub cancel_grace: Duration,
     /// The client declared `elicitation` in these modes: the server's `elicitation/create` of
     /// a declared mode is passed on.
@@ -111,6 +119,8 @@ pub enum Ended {
     Answered,
     /// Cancelled: nothing printed.
     Cancelled,
+    /// An error was printed: the server stopped reading or writing.
+    ServerGone,
 }
 
 /// Calls `tool` with `arguments` and reports through `contract`.
@@ -121,17 +131,74 @@ pub async fn call(
     arguments: Value,
     limits: Limits,
 ) -> Ended {
+    match initialize(server, contract, limits).await {
+        Ok(init) => {
+            call_initialized(server, contract, tool, arguments, limits, &init, CALL_ID).await
+        }
+        Err(ended) => ended,
+    }
+}
+
+/// `initialize` and `notifications/initialized`: the server's answer, or how the session
+/// ended after reporting why there is none.
+pub async fn initialize(
+    server: &mut Server,
+    contract: &Contract,
+    limits: Limits,
+) -> Result<Value, Ended> {
     let mut session = Session::new(server, contract, limits);
-    let Some(init) = session.initialize(limits).await else {
-        return session.ended();
-    };
+    session
+        .initialize(limits)
+        .await
+        .ok_or_else(|| session.ended())
+}
+
+/// Keeps an initialized server served (pings answered, its requests refused: `limits`
+/// declares nothing) until `until` is done; `None` if the server ends first.
+pub async fn idle_until<T>(
+    server: &mut Server,
+    contract: &Contract,
+    limits: Limits,
+    until: impl Future<Output = T>,
+) -> Option<T> {
+    let mut session = Session::new(server, contract, limits);
+    tokio::pin!(until);
+    loop {
+        // Only the receive races `until`: a message is handled whole, never cut mid-write.
+        let got = tokio::select! {
+            done = &mut until => return Some(done),
+            got = session.server.messages.recv() => got,
+        };
+        match got {
+            Some(FromServer::Message(message)) => session.incoming(message).await,
+            Some(FromServer::Garbage(line)) => {
+                contract.log(&format!("not a JSON-RPC message from the server: {line}"));
+            }
+            Some(FromServer::Closed) | None => return None,
+        }
+    }
+}
+
+/// [`call`] on a server that already answered `initialize` with `init`, as request `id`
+/// ([`CALL_ID`] for the session's first call, one more for each later one).
+pub async fn call_initialized(
+    server: &mut Server,
+    contract: &Contract,
+    tool: &str,
+    arguments: Value,
+    limits: Limits,
+    init: &Value,
+    id: i64,
+) -> Ended {
+    let mut session = Session::new(server, contract, limits);
+    session.call_id = id;
     contract.log(&format!(
         "server {} speaks MCP {}",
         init["serverInfo"]["name"].as_str().unwrap_or("(unnamed)"),
         init["protocolVersion"].as_str().unwrap_or("?")
     ));
-    let params = json!({"name": tool, "arguments": arguments, "_meta": {"progressToken": CALL_ID}});
-    if !session.server.request(CALL_ID, "tools/call", params).await {
+    let params = json!({"name": tool, "arguments": arguments, "_meta": {"progressToken": id}});
+    if !session.server.request(id, "tools/call", params).await {
         session.server_gone("tools/call").await;
         return session.ended();
     }
@@ -140,7 +207,7 @@ pub async fn call(
     loop {
         tokio::select! {
             got = session.server.messages.recv() => match got {
-                Some(FromServer::Message(message)) if message["id"] == json!(CALL_ID) && message.get("method").is_none() => {
+                Some(FromServer::Message(message)) if message["id"] == json!(id) && message.get("method").is_none() => {
                     if cancelled_at.is_some() {
                         return Ended::Cancelled;
                     }
@@ -154,14 +221,17 @@ pub async fn call(
                         return Ended::Cancelled;
                     }
                     session.server_gone("tools/call").await;
-                    return Ended::Answered;
+                    return Ended::ServerGone;
                 }
             },
             _ = tick.tick() => {
                 if cancelled_at.is_none() && contract.cancel_requested() {
-                    let params = json!({"requestId": CALL_ID, "reason": "The client cancelled the task"});
+                    let params = json!({"requestId": id, "reason": "The client cancelled the task"});
                     session.server.notify("notifications/cancelled", params).await;
                     contract.log("cancel requested: sent notifications/cancelled to the server");
+                    if limits.cancel_grace.is_zero() {
+                        return Ended::Cancelled;
+                    }
                     cancelled_at = Some(Instant::now());
                 }
                 if cancelled_at.is_some_and(|at| at.elapsed() >= limits.cancel_grace) {
@@ -230,7 +300,11 @@ struct Session<'a> {
     /// Input requests opened so far (keys stay unique for the task's life).
     opened: usize,
     answered: bool,
+    /// The server stopped reading or writing (and that was reported).
+    gone: bool,
     limits: Limits,
+    /// The request id of the session's call (its progress token too).
+    call_id: i64,
     /// Listing tools: no request of the server can be answered.
     discovering: bool,
 }
@@ -243,13 +317,17 @@ impl<'a> Session<'a> {
             pending: BTreeMap::new(),
             opened: 0,
             answered: false,
+            gone: false,
             limits,
+            call_id: CALL_ID,
             discovering: false,
         }
     }
 
     fn ended(&self) -> Ended {
-        if self.answered {
+        if self.gone {
+            Ended::ServerGone
+        } else if self.answered {
             Ended::Answered
         } else {
             Ended::Cancelled
@@ -335,7 +413,15 @@ impl<'a> Session<'a> {
         let id = message.get("id").cloned();
         let params = &message["params"];
         match (method, id) {
-            ("notifications/progress", None) => self.contract.status(&progress_message(params)),
+            // Progress of another call (one a `--serve` pod's server still works on after its
+            // cancel) is not this call's status.
+            ("notifications/progress", None)
+                if params
+                    .get("progressToken")
+                    .is_none_or(|t| *t == json!(self.call_id)) =>
+            {
+                self.contract.status(&progress_message(params));
+            }
             ("notifications/message", None) => {
                 let data = match &params["data"] {
                     Value::String(s) => s.clone(),
@@ -418,7 +504,11 @@ impl<'a> Session<'a> {
             return;
         }
         self.opened += 1;
-        let key = format!("{prefix}-{}", self.opened);
+        let key = if self.call_id == CALL_ID {
+            format!("{prefix}-{}", self.opened)
+        } else {
+            format!("{prefix}-{}-{}", self.call_id, self.opened)
+        };
         let mut request = Map::new();
         request.insert(key.clone(), json!({"method": method, "params": params}));
         self.contract.input(request);
@@ -481,6 +571,7 @@ impl<'a> Session<'a> {
 
     /// The server stopped reading or writing before it answered `method`.
     async fn server_gone(&mut self, method: &str) {
+        self.gone = true;
         // Its stderr may still be draining; give it a moment.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let status = self.server.exited().map_or_else(
@@ -500,6 +591,6 @@ impl<'a> Session<'a> {
             Some(last) => format!("{message}; its last stderr line: {last}"),
             None => message.to_owned(),
         };
-        self.contract.error(INTERNAL_ERROR, &shown, data);
+        self.contract.failure(INTERNAL_ERROR, &shown, data);
     }
 }

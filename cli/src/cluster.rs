@@ -168,7 +168,14 @@ impl Cluster {
     /// Prints the tool container's log of task `id`; follows it while it runs when `follow`.
     pub async fn logs(&self, id: &str, follow: bool) -> Result<(), Error> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
-        let selector = format!("{JOB_NAME_LABEL}={id}");
+        // A task's Job is named after it, unless it claimed a warm pod's Job (status.jobName).
+        let task = self.task(id).await?;
+        let job = task
+            .status
+            .as_ref()
+            .and_then(|s| s.job_name.clone())
+            .unwrap_or_else(|| id.to_owned());
+        let selector = format!("{JOB_NAME_LABEL}={job}");
         let list = pods
             .list(&ListParams::default().labels(&selector))
             .await

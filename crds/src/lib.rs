@@ -15,6 +15,7 @@ mod schema;
 pub mod start_input;
 pub mod task_id;
 pub mod task_status;
+pub mod warm_pool;
 pub mod wire;
 
 pub use generate::crds;
@@ -26,6 +27,7 @@ pub use mcp_tool::{McpTool, McpToolSpec, McpToolStatus, TaskSupport, ToolAnnotat
 pub use raw_json::RawJson;
 pub use start_input::{ElicitationMode, ElicitationParams, StartInput, StartInputMethod};
 pub use task_status::{TaskError, TaskStatus};
+pub use warm_pool::WarmPool;
 
 /// API group of every custom resource in this crate.
 pub const GROUP: &str = "mcptasks.io";

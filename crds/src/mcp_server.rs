@@ -130,6 +130,14 @@ pub struct McpServerSpec {
     #[schemars(range(min = 0, max = 30000))]
     pub immediate_result_ms: Option<i64>,
 
+    /// A warm pool for each offered tool (see McpTool spec.warmPool): pods whose server is
+    /// started and initialized before any call, each claimed by one call. Each tool gets a
+    /// pool of its own; set it on the quick tools only, in `spec.tools[].warmPool`, which wins.
+    /// A warm server is initialized before it knows its caller, so it is told of no client
+    /// capability (docs/tool-contract.md, "Warm pods").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_pool: Option<crate::WarmPool>,
+
     /// Limit on the discovery run (initialize and tools/list), in seconds; default 120.
     #[serde(default = "default_discovery_timeout_seconds")]
     #[schemars(range(min = 5, max = 3600))]
@@ -160,6 +168,9 @@ pub struct ServerTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 30000))]
     pub immediate_result_ms: Option<i64>,
+    /// Its warm pool; default the server's spec.warmPool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_pool: Option<crate::WarmPool>,
 }
 
 /// What the operator last discovered about an `McpServer`.

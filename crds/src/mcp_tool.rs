@@ -284,6 +284,13 @@ pub struct McpToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
     pub input_timeout_seconds: Option<i64>,
+
+    /// Pods started before any call, so that a call starts in milliseconds instead of a pod's
+    /// start-up: each waits without task data until one call claims it, runs that call only,
+    /// and ends. Unset (the default): every call starts its own pod. Needs the tool container
+    /// to set `command` (the launcher that waits runs it once claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_pool: Option<crate::WarmPool>,
 }
 
 /// Whether calls of a tool run as MCP tasks.

@@ -104,7 +104,14 @@ async def run(args: argparse.Namespace) -> int:
         tool = args.tool or "restock_report"
         arguments = json.loads(args.arguments) if args.tool else {"threshold": args.threshold, "delayMs": args.delay_ms}
         handle = await client.session.call_tool(tool, arguments, allow_claimed=True)
-        task_id = handle.task_id
+        # A tool with immediateResultMs that finished within it answers as a plain result.
+        task_id = getattr(handle, "task_id", None)
+        if task_id is None:
+            print("completed at once (a plain result, no task)", flush=True)
+            structured = getattr(handle, "structured_content", None)
+            content = [c.model_dump(by_alias=True) for c in getattr(handle, "content", [])]
+            print(json.dumps(structured if structured is not None else {"content": content}))
+            return 1 if getattr(handle, "is_error", False) else 0
         print(f"task {task_id}: {handle.status}", flush=True)
         last = (handle.status, None)
         while True:

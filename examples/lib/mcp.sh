@@ -7,9 +7,10 @@
 #   /var/run/mcp/cancel-requested  empty until the client cancels, then an RFC 3339 time
 #   /var/run/mcp/input-responses   "{}" until the client answers, then {"<key>": <answer>, ...}
 #   /var/run/mcp/message-nonce     only with messageNonce: true: the nonce every message carries
+#                                  (env MCP_MESSAGE_NONCE instead in a warm pod, or when declared)
 #   stdout: one JSON object per line with the key "mcp" is a message; anything else is a log line.
 #   (docs/tool-contract.md has the whole contract.) Print messages with mcp_send: it signs them
-#   with the nonce whenever the file exists.
+#   with the nonce whenever there is one.
 #
 # JSON is handled as text: mcp_json_get returns a value's raw JSON text, so a string comes back
 # with its quotes and escapes intact and can be put back into a JSON string without re-escaping.
@@ -17,9 +18,10 @@
 # Directory of the contract's files. The override is for running a tool outside a pod.
 MCP_RUN_DIR=${MCP_RUN_DIR:-/var/run/mcp}
 
-# The task's message nonce (empty unless the McpTool sets messageNonce: true). Read once: it
-# never changes for the life of the pod.
-MCP_NONCE=$(cat "$MCP_RUN_DIR/message-nonce" 2>/dev/null || true)
+# The task's message nonce (empty unless the McpTool sets messageNonce: true): the env var when
+# set (a warm pod gets it with its claim), else the file. Read once: it never changes for the
+# life of the pod.
+MCP_NONCE=${MCP_MESSAGE_NONCE:-$(cat "$MCP_RUN_DIR/message-nonce" 2>/dev/null || true)}
 
 # mcp_send KIND [MEMBERS]: prints one contract message {"mcp":"KIND",MEMBERS} on a line, signed
 # with the task's nonce when there is one. MEMBERS is the rest of the JSON object without its

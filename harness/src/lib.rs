@@ -291,3 +291,4 @@ pub mod stack;
 pub mod status_writer;
 pub mod token_relay;
 pub mod traffic;
+pub mod warm_pools;

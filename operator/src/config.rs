@@ -114,6 +114,10 @@ pub struct Config {
     /// `McpServer` tools by an init container (`MCP_OPERATOR_BRIDGE_IMAGE`; unset: McpServers
     /// are not Ready, with reason `BridgeNotConfigured`).
     pub bridge_image: Option<String>,
+    /// File holding the warm pools' claim key, shared by every replica so that a new leader
+    /// claims the pods the last one started (`MCP_OPERATOR_WARM_KEY_FILE`, 32 to 4096 bytes;
+    /// unset: a random key per process, and a new leader replaces the waiting pods).
+    pub warm_key_file: Option<std::path::PathBuf>,
     /// Bounds on what one `McpServer`'s image can make the operator store
     /// (`MCP_OPERATOR_MCP_SERVER_MAX_TOOLS`, `..._MAX_TOOL_BYTES`, `..._MAX_BYTES`).
     pub mcp_server: ServerLimits,
@@ -241,6 +245,10 @@ impl Config {
             input_timeout: bounded(var("INPUT_TIMEOUT_SECONDS"), 3600, MAX_GRACE_SECONDS)?,
             node_lost_toleration: seconds(var("NODE_LOST_TOLERATION_SECONDS"), "60")?,
             bridge_image: var("BRIDGE_IMAGE").1.filter(|i| !i.trim().is_empty()),
+            warm_key_file: var("WARM_KEY_FILE")
+                .1
+                .filter(|f| !f.trim().is_empty())
+                .map(Into::into),
             mcp_server: ServerLimits::from_lookup(&lookup)?,
             scale: Scale::from_lookup(&lookup)?,
         })

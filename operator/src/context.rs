@@ -2,6 +2,7 @@
 //! per-task in-memory helpers (log followers, last status write) that only speed things up:
 //! losing them on restart loses nothing the cluster does not hold.
 
+use crate::controller::warm_pool::key::ClaimKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -82,6 +83,8 @@ pub struct Context {
     /// The tasks this replica admitted past their tool's concurrency limit, until its cache
     /// shows their Job (admission decisions are made one at a time).
     pub admitted: Admitted,
+    /// The warm pools' claim key, calls and round requests.
+    pub warm: crate::controller::warm_pool::Warm,
 }
 
 impl std::fmt::Debug for Context {
@@ -119,6 +122,7 @@ impl Context {
             caches: OnceLock::new(),
             writes: Mutex::default(),
             admitted: Admitted::default(),
+            warm: crate::controller::warm_pool::Warm::new(ClaimKey::random()),
         }
     }
 
@@ -126,6 +130,13 @@ impl Context {
     #[must_use]
     pub fn with_log_clients(mut self, logs: Option<crate::log_clients::LogClients>) -> Self {
         self.followers.logs = logs;
+        self
+    }
+
+    /// The same context, its warm pools claiming with `key` (one every replica shares).
+    #[must_use]
+    pub fn with_claim_key(mut self, key: ClaimKey) -> Self {
+        self.warm = crate::controller::warm_pool::Warm::new(key);
         self
     }
 

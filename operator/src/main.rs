@@ -8,7 +8,8 @@ use kube::Api;
 use kube::api::ListParams;
 use mcp_task_operator::config::Config;
 use mcp_task_operator::context::Context;
-use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool};
+use mcp_task_operator::controller::warm_pool::key::ClaimKey;
+use mcp_task_operator::controller::{mcp_server, mcp_task, mcp_tool, warm_pool};
 use mcp_task_operator::fence::Fence;
 use mcp_task_operator::liveness::Liveness;
 use mcp_task_operator::log_clients::LogClients;
@@ -37,6 +38,11 @@ async fn main() -> Result<(), BoxError> {
 /// Everything but tracing: probes, the CRD check, leader election, the controllers.
 async fn run() -> Result<(), BoxError> {
     let config = Arc::new(Config::from_env()?);
+    // A key file that cannot be used is a set-up error: said now, before leading.
+    let claim_key = match &config.warm_key_file {
+        Some(path) => ClaimKey::from_file(path)?,
+        None => ClaimKey::random(),
+    };
     let timing = leader::Timing::from_config(&config);
     let state = State::new(Liveness::new(
         config.reconcile_stall,
@@ -109,16 +115,18 @@ async fn run() -> Result<(), BoxError> {
     let ctx = Arc::new(
         Context::new(fenced, state.metrics(), config.clone(), trigger)
             .with_liveness(Arc::clone(&liveness))
-            .with_log_clients(log_clients),
+            .with_log_clients(log_clients)
+            .with_claim_key(claim_key),
     );
-    let controllers = futures::future::join3(
+    let controllers = futures::future::join4(
         mcp_task::run(
             Arc::clone(&ctx),
             triggers,
             shutdown.clone().cancelled_owned(),
         ),
         mcp_tool::run(Arc::clone(&ctx), shutdown.clone().cancelled_owned()),
-        mcp_server::run(ctx, shutdown.clone().cancelled_owned()),
+        mcp_server::run(Arc::clone(&ctx), shutdown.clone().cancelled_owned()),
+        warm_pool::run(ctx, shutdown.clone().cancelled_owned()),
     );
     let lost = tokio::select! {
         _ = controllers => None,

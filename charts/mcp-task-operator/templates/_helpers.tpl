@@ -24,6 +24,9 @@ already holds the chart name. Leaves room for the longest suffix ("-mcp-frontend
 {{- define "mto.operator.fullname" -}}
 {{- printf "%s-operator" (include "mto.fullname" .) }}
 {{- end }}
+{{- define "mto.operator.warmKeySecret" -}}
+{{- printf "%s-warm-key" (include "mto.operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
 {{- define "mto.frontend.fullname" -}}
 {{- printf "%s-mcp-frontend" (include "mto.fullname" .) }}
 {{- end }}

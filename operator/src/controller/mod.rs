@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 pub mod mcp_server;
 pub mod mcp_task;
 pub mod mcp_tool;
+pub mod warm_pool;
 
 /// The API of the `K`s the operator watches: those of its namespace (`MCP_OPERATOR_NAMESPACE`),
 /// or of all namespaces.

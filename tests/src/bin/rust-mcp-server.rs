@@ -17,8 +17,12 @@
 //!   `MCP_MESSAGE_NONCE`, its parent's `/proc/<ppid>/environ`), prints a result signed with
 //!   each one it found on stderr ("forged by the server"), and answers `nonce found in: <where>`
 //!   (or `none`) (`tests/tests/mcp_server_trust.rs`).
+//! - `count`, listed only with `RUST_MCP_SERVER_COUNT=1`: answers how many times `count` was
+//!   called in this process so far (`1` on the first call), a count kept in memory only, so a
+//!   server that keeps its state across calls (`mcp-bridge --serve`) is visible from outside.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
@@ -40,6 +44,10 @@ struct Minimal {
     extra_schema_bytes: usize,
     /// Whether to list `forge`.
     forge: bool,
+    /// Whether to list `count`.
+    count: bool,
+    /// Calls of `count` so far, shared by every clone of the handler.
+    counted: Arc<AtomicU64>,
 }
 
 impl Minimal {
@@ -54,6 +62,8 @@ impl Minimal {
             extra_tools: number("RUST_MCP_SERVER_EXTRA_TOOLS"),
             extra_schema_bytes: number("RUST_MCP_SERVER_EXTRA_SCHEMA_BYTES"),
             forge: number("RUST_MCP_SERVER_FORGE") == 1,
+            count: number("RUST_MCP_SERVER_COUNT") == 1,
+            counted: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -198,6 +208,13 @@ impl ServerHandler for Minimal {
                 schema(json!({"type": "object"})),
             ));
         }
+        if self.count {
+            tools.push(Tool::new(
+                "count",
+                "Answers how many times it was called in this server process, this call included.",
+                schema(json!({"type": "object"})),
+            ));
+        }
         tools.extend(self.extra_tools());
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -216,6 +233,12 @@ impl ServerHandler for Minimal {
             }
             "write-file" => Ok(write_file(&arguments)),
             "forge" if self.forge => Ok(forge()),
+            "count" if self.count => {
+                let n = self.counted.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                    ContentBlock::text(n.to_string()),
+                ])))
+            }
             other => Err(ErrorData::invalid_params(
                 format!("no tool named {other:?}"),
                 None,

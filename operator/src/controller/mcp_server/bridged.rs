@@ -5,7 +5,8 @@
 
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
+    PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use mcp_task_operator_crds::McpServer;
@@ -17,6 +18,9 @@ use crate::contract::{MESSAGE_NONCE_ENV, POD_MESSAGE_NONCE_ANNOTATION};
 /// The volume and the directory holding the bridge in the pod.
 pub const BRIDGE_VOLUME: &str = "mcp-bridge";
 const BRIDGE_DIR: &str = "/mcp-bridge-bin";
+/// The bridge's path in the tool container: the first word of the command of a container
+/// that runs through the bridge.
+pub const BRIDGE_BINARY: &str = "/mcp-bridge-bin/mcp-bridge";
 /// Where the bridge image keeps the binary.
 const BRIDGE_IN_IMAGE: &str = "/mcp-bridge";
 
@@ -81,7 +85,7 @@ pub fn bridged(
         .take()
         .filter(|c| !c.is_empty())
         .ok_or(TemplateError::NoCommand)?;
-    let mut bridge = vec![format!("{BRIDGE_DIR}/mcp-bridge")];
+    let mut bridge = vec![BRIDGE_BINARY.to_owned()];
     if mode == Mode::Discover {
         bridge.push("--list".into());
     }
@@ -112,7 +116,14 @@ pub fn bridged(
             ..EnvVar::default()
         });
     }
-    container
+    mount_bridge(pod, index, bridge_image);
+    Ok(template)
+}
+
+/// Gives the container `index` of `pod` the bridge: an emptyDir at [`BRIDGE_DIR`] that an
+/// init container fills from `bridge_image`.
+pub fn mount_bridge(pod: &mut PodSpec, index: usize, bridge_image: &str) {
+    pod.containers[index]
         .volume_mounts
         .get_or_insert_with(Vec::new)
         .push(VolumeMount {
@@ -132,7 +143,6 @@ pub fn bridged(
     pod.init_containers
         .get_or_insert_with(Vec::new)
         .push(install_container(bridge_image));
-    Ok(template)
 }
 
 /// The init container that copies the bridge: it passes the "restricted" Pod Security level

@@ -123,6 +123,12 @@ pub fn offer(
         if let Some(immediate) = immediate {
             tool_spec["immediateResultMs"] = json!(immediate);
         }
+        let warm = chosen
+            .and_then(|t| t.warm_pool.as_ref())
+            .or(spec.warm_pool.as_ref());
+        if let Some(warm) = warm {
+            tool_spec["warmPool"] = json!(warm);
+        }
         let tool_bytes = json_bytes(&tool_spec);
         if tool_bytes > limits.max_tool_bytes {
             let reason = format!(
@@ -390,6 +396,43 @@ mod tests {
                 plain.tools[0].spec.immediate_result_ms
             ),
             (2000, 0)
+        );
+    }
+
+    #[test]
+    fn a_warm_pool_comes_from_the_tool_entry_then_the_server() {
+        let found = discovery(json!([
+            {"name": "quick", "inputSchema": {"type": "object"}},
+            {"name": "other", "inputSchema": {"type": "object"}}
+        ]));
+        let s = server(json!({
+            "warmPool": {"minReady": 1, "maxReady": 2},
+            "tools": [{"name": "quick", "warmPool": {"minReady": 3, "maxReady": 5}}, {"name": "other"}]
+        }));
+        let offered = offer(&s, &found, "bridge:1", &ServerLimits::default()).unwrap();
+        let pools: Vec<Option<(i64, i64)>> = offered
+            .tools
+            .iter()
+            .map(|t| {
+                t.spec
+                    .warm_pool
+                    .as_ref()
+                    .map(|p| (p.min_ready, p.max_ready))
+            })
+            .collect();
+        assert_eq!(pools, [Some((3, 5)), Some((1, 2))]);
+        let plain = offer(
+            &server(json!({})),
+            &found,
+            "bridge:1",
+            &ServerLimits::default(),
+        );
+        assert!(
+            plain
+                .unwrap()
+                .tools
+                .iter()
+                .all(|t| t.spec.warm_pool.is_none())
         );
     }
 

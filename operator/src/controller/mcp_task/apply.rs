@@ -332,7 +332,19 @@ pub async fn extend_expiry(client: &Client, task: &McpTask, to: Timestamp) -> Re
 /// is as read: a copy older than another run's record (a stale cache) claims nothing, so at
 /// most one run creates the Job, and a task whose Job was deleted never gets another.
 pub async fn record_job(client: &Client, task: &McpTask) -> Result<Patched> {
-    patch_status_if_current(client, task, json!({"jobName": task.name_any()})).await
+    record_job_named(client, task, &task.name_any()).await
+}
+
+/// Records the Job `name` as the task's, as [`record_job`] does: a warm Job it is about to
+/// claim has a name of its own.
+pub async fn record_job_named(client: &Client, task: &McpTask, name: &str) -> Result<Patched> {
+    patch_status_if_current(client, task, json!({"jobName": name})).await
+}
+
+/// Erases the task's record of a warm Job it could not claim (`status.jobName`), only if the
+/// task is as read: the run that reads it next starts again.
+pub async fn erase_job_record(client: &Client, task: &McpTask) -> Result<Patched> {
+    patch_status_if_current(client, task, json!({"jobName": null})).await
 }
 
 /// Merges `fields` into the task's status if its `resourceVersion` is still the one read

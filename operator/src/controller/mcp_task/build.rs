@@ -126,7 +126,7 @@ pub fn build_job(task: &McpTask, tool: &McpTool, config: &Config) -> Result<Job,
 
 /// The tool's own Job labels or annotations, without the keys it may not set (the schema
 /// refuses them; an object stored under an older schema may still hold them).
-fn tool_job_metadata(extra: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+pub fn tool_job_metadata(extra: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
     extra
         .into_iter()
         .flatten()
@@ -230,10 +230,7 @@ fn build_pod_template(
     labels: BTreeMap<String, String>,
     config: &Config,
 ) -> Result<PodTemplateSpec, BuildError> {
-    let mut template = tool.spec.template.clone();
-    let meta = template.metadata.get_or_insert_with(ObjectMeta::default);
-    meta.labels.get_or_insert_with(BTreeMap::new).extend(labels);
-    meta.annotations.get_or_insert_with(BTreeMap::new).extend([
+    let annotations = [
         (
             CANCEL_REQUESTED_ANNOTATION.to_owned(),
             cancel_annotation_value(task),
@@ -242,7 +239,33 @@ fn build_pod_template(
             POD_INPUT_RESPONSES_ANNOTATION.to_owned(),
             input_responses_annotation_value(task)?,
         ),
-    ]);
+    ];
+    let (mut template, index) = contract_pod_template(tool, labels, annotations, config)?;
+    let env = contract_env(task, tool)?;
+    if let Some(spec) = template.spec.as_mut() {
+        let container_env = spec.containers[index].env.get_or_insert_with(Vec::new);
+        container_env.retain(|e| !env.iter().any(|ours| ours.name == e.name));
+        container_env.extend(env);
+    }
+    Ok(template)
+}
+
+/// The tool's pod template with the contract's volume, mounted in the tool container, and
+/// everything else a task's pod gets but the task's own env: `labels` and the pod
+/// `annotations` the volume projects added. Also returns the tool container's index. A warm
+/// pod is this template, its task's env arriving with the claim.
+pub fn contract_pod_template(
+    tool: &McpTool,
+    labels: BTreeMap<String, String>,
+    annotations: impl IntoIterator<Item = (String, String)>,
+    config: &Config,
+) -> Result<(PodTemplateSpec, usize), BuildError> {
+    let mut template = tool.spec.template.clone();
+    let meta = template.metadata.get_or_insert_with(ObjectMeta::default);
+    meta.labels.get_or_insert_with(BTreeMap::new).extend(labels);
+    meta.annotations
+        .get_or_insert_with(BTreeMap::new)
+        .extend(annotations);
 
     let no_container = || BuildError::NoToolContainer {
         tool: tool.name_any(),
@@ -257,11 +280,7 @@ fn build_pod_template(
     volumes.push(contract_volume());
 
     let index = tool_container_index(&spec.containers).ok_or_else(no_container)?;
-    let env = contract_env(task, tool)?;
     let container = &mut spec.containers[index];
-    let container_env = container.env.get_or_insert_with(Vec::new);
-    container_env.retain(|e| !env.iter().any(|ours| ours.name == e.name));
-    container_env.extend(env);
     let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
     mounts.retain(|m| m.name != VOLUME_NAME && m.mount_path != MOUNT_PATH);
     mounts.push(VolumeMount {
@@ -270,7 +289,7 @@ fn build_pod_template(
         read_only: Some(true),
         ..VolumeMount::default()
     });
-    Ok(template)
+    Ok((template, index))
 }
 
 /// Taints the node controller puts on a node it lost (no heartbeats) or that is not ready.
@@ -308,14 +327,25 @@ fn add_node_lost_tolerations(spec: &mut PodSpec, after: std::time::Duration) {
 /// The contract's env vars. NB: every value goes through [`kubelet_literal`]: the kubelet
 /// would otherwise expand `$(NAME)` in caller data with the template's own env (secrets too).
 fn contract_env(task: &McpTask, tool: &McpTool) -> Result<Vec<EnvVar>, BuildError> {
-    let var = |name: &str, value: String| -> Result<EnvVar, BuildError> {
-        // The container receives the value unescaped: that is the size exec checks.
-        check_env_size(name, &value)?;
-        Ok(EnvVar {
+    Ok(contract_values(task, tool)?
+        .into_iter()
+        .map(|(name, value)| EnvVar {
             name: name.to_owned(),
             value: Some(kubelet_literal(&value)),
             value_from: None,
         })
+        .collect())
+}
+
+/// The contract's env vars of `task` as the tool container receives them (unescaped), each
+/// checked to fit one env var. A warm pod gets them so with its claim.
+pub fn contract_values(
+    task: &McpTask,
+    tool: &McpTool,
+) -> Result<Vec<(&'static str, String)>, BuildError> {
+    let var = |name: &'static str, value: String| -> Result<(&'static str, String), BuildError> {
+        check_env_size(name, &value)?;
+        Ok((name, value))
     };
     let arguments = pod_json(task.spec.arguments.as_ref(), "spec.arguments")?;
     let capabilities = pod_json(
@@ -370,7 +400,7 @@ fn contract_volume() -> Volume {
 }
 
 /// A valid label value made from `s`: allowed characters only, at most 63, alphanumeric ends.
-fn label_value(s: &str) -> Option<String> {
+pub fn label_value(s: &str) -> Option<String> {
     let kept: String = s
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))

@@ -28,6 +28,14 @@ pub fn recorded(status: Option<&McpTaskStatus>) -> bool {
     status.is_some_and(|s| s.job_name.is_some())
 }
 
+/// The name of the task's Job: the one `status` records (a warm Job the task claimed has a
+/// name of its own), else the task's own name (a Job made for the task is named after it).
+pub fn job_name<'a>(status: Option<&'a McpTaskStatus>, task_name: &'a str) -> &'a str {
+    status
+        .and_then(|s| s.job_name.as_deref())
+        .unwrap_or(task_name)
+}
+
 /// Whether `status` confirms that the task's Job was created (the [`JOB_CREATED_CONDITION`]).
 pub fn confirmed(status: Option<&McpTaskStatus>) -> bool {
     status.is_some_and(|s| {

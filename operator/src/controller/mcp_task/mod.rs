@@ -62,7 +62,7 @@ pub async fn run(
     let (pod_store, pod_writer) = reflector::store::<Pod>();
     let pods_by_job = cache::PodIndex::default();
     let caches = cache::Caches {
-        jobs: job_store,
+        jobs: job_store.clone(),
         pods: pod_store,
         pods_by_job: pods_by_job.clone(),
     };
@@ -106,22 +106,35 @@ pub async fn run(
     let on_error = error_policy(reconcile::CONTROLLER);
     let results = controller
         .owns_stream(job_events)
-        // A pod's Job is named after its task, and the Job controller labels the pod with it.
-        .watches_stream(pod_events, |pod: Pod| {
-            let task = pod
-                .metadata
-                .labels
-                .as_ref()?
-                .get(mcp_task_operator_crds::JOB_NAME_LABEL)?
-                .clone();
-            let namespace = pod.metadata.namespace.as_deref()?;
-            Some(TaskRef::new(&task).within(namespace))
-        })
+        // A pod's Job is named after its task, and the Job controller labels the pod with it;
+        // a warm Job has a name of its own, and the task that claimed it controls it.
+        .watches_stream(pod_events, move |pod: Pod| task_of_pod(&pod, &job_store))
         .reconcile_on(triggers)
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, on_error, ctx);
     drain(results, "McpTask").await;
     sweeper.abort();
+}
+
+/// The task whose reconcile a change of `pod` concerns: the one its Job is named after, or,
+/// for a warm pod, the one that claimed its Job or that its session serves (none while it
+/// waits: that is its pool's).
+fn task_of_pod(pod: &Pod, jobs: &Store<Job>) -> Option<TaskRef> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let job = labels.get(mcp_task_operator_crds::JOB_NAME_LABEL)?;
+    let namespace = pod.metadata.namespace.as_deref()?;
+    if !labels.contains_key(mcp_task_operator_crds::warm_pool::WARM_POOL_LABEL) {
+        return Some(TaskRef::new(job).within(namespace));
+    }
+    let job = jobs.get(&reflector::ObjectRef::new(job).within(namespace))?;
+    if let Some(task) = crate::controller::warm_pool::session::serving_task(&job) {
+        return Some(TaskRef::new(task).within(namespace));
+    }
+    let owner = job
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == "McpTask")?;
+    Some(TaskRef::new(&owner.name).within(namespace))
 }
 
 /// Every sweep interval, drops the in-memory state of tasks that no longer exist.

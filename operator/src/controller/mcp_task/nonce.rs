@@ -70,6 +70,15 @@ pub fn add_to_job(job: &mut Job, nonce: &str) {
 /// The nonce the Job's tool must sign its messages with, if it has one (the caller checks
 /// that the task controls the Job).
 pub fn of_job(job: &Job) -> Option<&str> {
+    // A warm Job's template was made before any task: the claim put the nonce on the Job.
+    if let Some(nonce) = job
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(POD_MESSAGE_NONCE_ANNOTATION))
+    {
+        return Some(nonce);
+    }
     job.spec
         .as_ref()?
         .template

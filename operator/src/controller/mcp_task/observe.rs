@@ -102,10 +102,18 @@ pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
         .any(|r| r.controller == Some(true) && r.uid == owner_uid)
 }
 
+/// Whether the task with `task_uid` runs in `job`: it controls it (a Job made for it, or a warm
+/// pod's Job it claimed), or `job` is a caller's session that serves it now
+/// (`warm_pool::session`).
+pub fn runs_in(job: &Job, task_uid: &str) -> bool {
+    controlled_by(&job.metadata, task_uid)
+        || crate::controller::warm_pool::session::serving_uid(job) == Some(task_uid)
+}
+
 /// What is wrong with `job` if the task with `task_uid` does not control it: `None` for the
 /// task's own Job, else a detail naming its controller, for the task's failure.
 pub fn foreign_job(job: &Job, task_uid: &str) -> Option<String> {
-    if controlled_by(&job.metadata, task_uid) {
+    if runs_in(job, task_uid) {
         return None;
     }
     let owner = job

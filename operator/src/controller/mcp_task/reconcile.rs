@@ -20,6 +20,7 @@ mod inspect;
 mod progress;
 mod queue;
 mod retain;
+mod warm;
 mod write;
 
 use std::sync::Arc;

@@ -19,7 +19,7 @@ use super::super::nonce;
 use super::super::observe::{FailureReason, earlier_task_job, foreign_job};
 use super::super::outcome::{Decision, Outcome};
 use super::super::tool_identity;
-use super::{Ids, STALE_RETRY, queue};
+use super::{Ids, STALE_RETRY, queue, warm};
 use crate::config::Config;
 use crate::context::Context;
 use crate::error::Result;
@@ -121,14 +121,27 @@ pub async fn step<'a>(
     now: Timestamp,
 ) -> Result<Ensured<'a>> {
     let client = &ctx.client;
-    let (mut job, mut source) = cache::job(ctx, &ids.namespace, &ids.name).await?;
+    // A claim of a warm pod that a run began (maybe on another replica) is finished first.
+    if warm::unfinished(task) {
+        return Ok(match warm::resume(task, tool, ctx, ids).await? {
+            warm::Warm::Claimed(job) => Ensured::Go {
+                task: Cow::Borrowed(task),
+                job: Some(*job),
+            },
+            warm::Warm::Again(action) => Ensured::Stop(action),
+            warm::Warm::Cold => Ensured::Stop(Action::requeue(STALE_RETRY)),
+        });
+    }
+    // A task's Job is named after it, unless it claimed a warm one.
+    let job_name = job_record::job_name(task.status.as_ref(), &ids.name).to_owned();
+    let (mut job, mut source) = cache::job(ctx, &ids.namespace, &job_name).await?;
     let mut task = Cow::Borrowed(task);
     let mut fresh = false;
     loop {
         let planned = plan(&task, job.as_ref(), ids, cancel_at, now, fresh);
         // No Job ends the task: the cache's word alone (it may lag a creation) never does.
         if planned == Plan::NoJob && source == cache::Source::Cache {
-            (job, source) = cache::jobs_or_api(ctx, &ids.namespace, &ids.name, job, source).await?;
+            (job, source) = cache::jobs_or_api(ctx, &ids.namespace, &job_name, job, source).await?;
             continue;
         }
         match planned {
@@ -165,6 +178,16 @@ pub async fn step<'a>(
                     Ok(desired) => desired,
                     Err(failed) => return Ok(finish(task, failed)),
                 };
+                if record && let Some(tool) = tool.filter(|t| t.spec.warm_pool.is_some()) {
+                    match warm::claim(&task, tool, &desired, ctx).await? {
+                        warm::Warm::Claimed(claimed) => {
+                            job = Some(*claimed);
+                            break;
+                        }
+                        warm::Warm::Again(action) => return Ok(Ensured::Stop(action)),
+                        warm::Warm::Cold => {}
+                    }
+                }
                 if record && apply::record_job(client, &task).await? == apply::Patched::Stale {
                     return Ok(Ensured::Stop(Action::requeue(STALE_RETRY)));
                 }
@@ -172,6 +195,13 @@ pub async fn step<'a>(
                     apply::Created::Job(created) => {
                         let note = format!("Created Job {}", ids.name);
                         ctx.publish(task.as_ref(), "JobCreated", note, false);
+                        // A cold call of a pooled tool may need its pool's slot (or quota):
+                        // the pool looks again once the caches show the Job.
+                        if let Some(tool) = tool.filter(|t| t.spec.warm_pool.is_some()) {
+                            let after = std::time::Duration::from_secs(1);
+                            ctx.warm
+                                .round_after(&ids.namespace, &tool.name_any(), after);
+                        }
                         job = Some(*created);
                     }
                     apply::Created::Refused(message) => {

@@ -66,7 +66,12 @@ pub fn step(
                     .filter(|c| cache::ready(&c.pods))
                     .map(|c| c.pods.clone()),
             };
-            let recorded = task.status.as_ref().and_then(resume_of);
+            // A call in a caller's session starts past the earlier calls' lines.
+            let recorded = task
+                .status
+                .as_ref()
+                .and_then(resume_of)
+                .or_else(|| ctx.warm.take_seed(&ids.uid));
             let notify = notifier(ctx, task);
             Some(
                 ctx.followers

@@ -46,17 +46,23 @@ pub async fn step(
     if !cache::ready(&caches.jobs) {
         return Ok(Some(CACHE_WAIT));
     }
-    let key = ObjectRef::new(&ids.name).within(&ids.namespace);
+    let name = super::super::job_record::job_name(task.status.as_ref(), &ids.name);
+    let key = ObjectRef::new(name).within(&ids.namespace);
     let Some(job) = caches.jobs.get(&key) else {
         return Ok(None);
     };
+    // A caller's session outlives its calls: the ended task gives it back.
+    if crate::controller::warm_pool::session::is_session(&job) {
+        crate::controller::warm_pool::session::release(ctx, &job, &ids.uid).await?;
+        return Ok(None);
+    }
     if !controlled_by(&job.metadata, &ids.uid) || job.metadata.deletion_timestamp.is_some() {
         return Ok(None);
     }
     if let Some(left) = due_in(task, ctx.config.scale.finished_job_retention, now) {
         return Ok(Some(left));
     }
-    apply::delete_job(&ctx.client, &ids.namespace, &ids.name).await?;
+    apply::delete_job(&ctx.client, &ids.namespace, name).await?;
     ctx.metrics.finished_job_deleted();
     Ok(None)
 }

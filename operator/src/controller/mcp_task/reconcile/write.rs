@@ -11,13 +11,14 @@ use mcp_task_operator_crds::{McpTask, TaskStatus};
 
 use super::super::apply;
 use super::super::job_record;
-use super::super::observe::{FailureReason, controlled_by};
+use super::super::observe::{FailureReason, runs_in};
 use super::super::outcome::{self, Decision, Outcome, cancel_requested_at};
 use super::super::signals;
 use super::super::status::{
     StatusContext, check_budget, next_status, refused_write, transition_event, write_delay,
 };
 use crate::context::Context;
+use crate::controller::warm_pool::session;
 use crate::error::Result;
 use crate::lock;
 
@@ -41,7 +42,7 @@ pub async fn step(
 ) -> Result<Action> {
     let current = task.status.as_ref();
     // Only a Job this task controls is confirmed as its own.
-    let own_job = job.filter(|j| controlled_by(&j.metadata, uid));
+    let own_job = job.filter(|j| runs_in(j, uid));
     let status_ctx = StatusContext {
         job_name: own_job
             .map(ResourceExt::name_any)
@@ -74,7 +75,9 @@ pub async fn step(
         }
     }
     if decision.side_effect == Some(outcome::SideEffect::DeleteJob) {
-        apply::delete_job(&ctx.client, &namespace, &name).await?;
+        // The task's Job: named after it, or the warm Job it claimed (its record says).
+        let job_name = job_record::job_name(current, &name);
+        apply::delete_job(&ctx.client, &namespace, job_name).await?;
     }
     if let Some(mut next) = next {
         // The Job's confirmation goes out at once: until it is stored, a failover would
@@ -142,6 +145,10 @@ pub async fn step(
             if terminal {
                 ctx.record_ended(uid);
                 ctx.followers.stop(uid);
+                // A caller's session is free for the caller's next call at once.
+                if let Some(session) = own_job.filter(|j| session::is_session(j)) {
+                    session::release(ctx, session, uid).await?;
+                }
                 // Its Job goes after the retention (`reconcile/retain.rs`).
                 wait.push(ctx.config.scale.finished_job_retention);
             }
