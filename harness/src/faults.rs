@@ -75,6 +75,19 @@ fn find_dir(root: &Path, name: &str, depth: u32) -> Option<PathBuf> {
     None
 }
 
+/// Sends SIG`name` (`STOP`, `CONT`, ...) to the host process `pid`.
+pub fn signal(name: &str, pid: u32) {
+    let out = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .output()
+        .expect("kill runs");
+    assert!(
+        out.status.success(),
+        "kill -{name} {pid}: {}",
+        output_text(&out)
+    );
+}
+
 /// Resident memory (`VmRSS`) of a process in KiB, if it runs.
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

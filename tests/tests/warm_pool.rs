@@ -10,10 +10,11 @@ use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::TaskStatus;
 use mcp_task_operator_crds::warm_pool::WARM_POOL_LABEL;
+use mcp_task_operator_harness::faults::{container_pid, signal};
 use mcp_task_operator_harness::mcp_servers::bridge_image;
 use mcp_task_operator_harness::operator::{
-    Operator, WAIT, create_task, create_tool, poll_task, request_cancel, result_text, shell_tool,
-    wait_status, wait_task_event, wait_terminal,
+    Operator, WAIT, create_task, create_tool, failure_reason, poll_task, request_cancel,
+    result_text, shell_tool, wait_status, wait_task_event, wait_terminal,
 };
 use serde_json::json;
 
@@ -255,6 +256,43 @@ async fn a_claimed_tool_that_ignores_its_cancel_is_stopped_after_the_grace() {
 }
 
 #[tokio::test]
+async fn a_call_that_finds_the_pools_pod_starting_waits_for_it_instead_of_starting_cold() {
+    mcp_task_operator_harness::with_temp_ns("warm-starting", |client, ns| async move {
+        mcp_task_operator_harness::ensure_crds(&client).await;
+        let _operator = start_operator(&ns, "operator-0", &[]).await;
+        create_tool(&client, &ns, &pooled("echo", ECHO, json!({}))).await;
+        // The pool's first Job, seen before its pod can be ready.
+        let begun = Instant::now();
+        let starting = loop {
+            if let Some((job, ready)) = waiting_jobs(&client, &ns, "echo").await.first() {
+                assert!(
+                    !ready,
+                    "the pod was ready before the call: nothing to wait for"
+                );
+                break job.name_any();
+            }
+            assert!(begun.elapsed() < WAIT, "the pool made no Job");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let task = create_task(&client, &ns, "echo", json!({})).await;
+        let done = wait_terminal(&client, &ns, &task.name_any()).await;
+        eprintln!(
+            "the pool's Job seen → the call completed: {:?}",
+            begun.elapsed()
+        );
+        assert_eq!(
+            done.task_status(),
+            TaskStatus::Completed,
+            "{:?}",
+            done.status
+        );
+        // Before, the call started cold in a Job of its own name.
+        assert_eq!(job_name_of(&done), starting, "{:?}", done.status);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_waiting_pod_that_dies_is_replaced_and_never_handed_to_a_task() {
     mcp_task_operator_harness::with_temp_ns("warm-dies", |client, ns| async move {
         mcp_task_operator_harness::ensure_crds(&client).await;
@@ -388,6 +426,66 @@ async fn a_new_leader_with_the_shared_key_keeps_claimed_and_waiting_pods() {
         assert_eq!(ended.task_status(), TaskStatus::Cancelled);
         request_cancel(&client, &ns, &next.name_any()).await;
         std::fs::remove_file(&key).ok();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_claimed_pod_that_never_answers_fails_its_task_within_the_claim_timeout() {
+    mcp_task_operator_harness::with_temp_ns("warm-mute", |client, ns| async move {
+        mcp_task_operator_harness::ensure_crds(&client).await;
+        let _operator = start_operator(&ns, "operator-0", &[]).await;
+        create_tool(&client, &ns, &pooled("echo", ECHO, json!({}))).await;
+        let warm = ready_warm_job(&client, &ns, "echo", &[]).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("batch.kubernetes.io/job-name={warm}");
+        let listed = pods.list(&ListParams::default().labels(&selector)).await;
+        let pod = listed.expect("list pods").items.remove(0);
+        // The launcher stops: its port still takes connections (the kernel's backlog), and
+        // nothing answers them, the claim nor the readiness probe. The call comes before the
+        // kubelet's next probe (1 s) marks the pod unready, so it claims that pod.
+        let launcher = container_pid(&pod, "tool");
+        signal("STOP", launcher);
+        let begun = Instant::now();
+        let id = create_task(&client, &ns, "echo", json!({}))
+            .await
+            .name_any();
+        // Before the fix the task stayed `working`, trying to hand itself over every 300 ms.
+        let limit = Duration::from_secs(30) + WAIT;
+        let done = poll_task(&client, &ns, &id, limit, |t| t.is_terminal()).await;
+        eprintln!("ClaimUnanswered after {:?}", begun.elapsed());
+        signal("CONT", launcher);
+        assert_eq!(job_name_of(&done), warm, "{:?}", done.status);
+        assert_eq!(done.task_status(), TaskStatus::Failed, "{:?}", done.status);
+        assert_eq!(
+            failure_reason(&done),
+            "ClaimUnanswered",
+            "{:?}",
+            done.status
+        );
+        // Whether the tool started is unknown: its Job is deleted, the call never runs again.
+        let begun = Instant::now();
+        while job(&client, &ns, &warm)
+            .await
+            .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
+        {
+            assert!(
+                begun.elapsed() < WAIT,
+                "the claimed Job {warm} was not deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+        let of_task = format!("{}={id}", mcp_task_operator_crds::TASK_LABEL);
+        let listed = jobs.list(&ListParams::default().labels(&of_task)).await;
+        let others: Vec<String> = listed
+            .expect("list Jobs")
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .filter(|n| *n != warm)
+            .collect();
+        assert!(others.is_empty(), "the call started again in {others:?}");
     })
     .await;
 }

@@ -308,19 +308,6 @@ async fn messages(client: &Client, ns: &str) -> BTreeMap<String, Option<String>>
         .collect()
 }
 
-/// Sends SIG`name` to `pid`.
-fn signal(name: &str, pid: u32) {
-    let out = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .output()
-        .expect("kill runs");
-    assert!(
-        out.status.success(),
-        "kill -{name} {pid}: {}",
-        output_text(&out)
-    );
-}
-
 /// Checks `done` every 20 ms until it holds; panics naming `what` after [`PATIENCE`].
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let waited = Instant::now();

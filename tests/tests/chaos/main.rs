@@ -27,7 +27,7 @@ use kube::{Api, Client, ResourceExt};
 use mcp_task_operator_crds::McpTask;
 use mcp_task_operator_harness::callers::caller_token;
 use mcp_task_operator_harness::faults::{
-    JobRecorder, Partition, Restore, cluster_ctl, container_pid, pod_is_ready, pods_ready,
+    JobRecorder, Partition, Restore, cluster_ctl, container_pid, pod_is_ready, pods_ready, signal,
 };
 use mcp_task_operator_harness::mcp_client::{Mcp, framed};
 use mcp_task_operator_harness::operator::TaskRecorder;

@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// Every [`FailureReason`], so a stored `error.data.reason` maps back to a fixed label.
-const REASONS: [FailureReason; 29] = [
+const REASONS: [FailureReason; 30] = [
     FailureReason::ImagePullFailed,
     FailureReason::OomKilled,
     FailureReason::DeadlineExceeded,
@@ -45,6 +45,7 @@ const REASONS: [FailureReason; 29] = [
     FailureReason::NotAdmitted,
     FailureReason::InputTimeout,
     FailureReason::ToolChanged,
+    FailureReason::ClaimUnanswered,
 ];
 
 /// The `reason` label of a failed outcome: the [`FailureReason`] of an operator-detected
@@ -140,6 +141,7 @@ mod tests {
             NotAdmitted => 26,
             InputTimeout => 27,
             ToolChanged => 28,
+            ClaimUnanswered => 29,
         }
     }
 

@@ -26,7 +26,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use mcp_task_operator_crds::warm_pool::WARM_POOL_LABEL;
@@ -43,6 +43,11 @@ use crate::error::{Error, KubeOp, Result};
 
 /// How long one hand-over may take: the launcher answers at once.
 const HAND_OVER_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long after taking a Job a task may go on trying to hand itself over to a pod that does
+/// not answer (or, for a session, is still busy with an ended call) before it stops trying.
+pub const CLAIM_TIMEOUT: SignedDuration = SignedDuration::from_secs(30);
+/// Annotation on a taken Job: when the task that took it (last, for a session) took it.
+pub const CLAIMED_AT_ANNOTATION: &str = "mcptasks.io/claimed-at";
 /// Largest launcher answer read.
 const MAX_ANSWER_BYTES: usize = 4096;
 
@@ -74,13 +79,18 @@ pub fn is_warm(job: &Job) -> bool {
     job.labels().contains_key(WARM_POOL_LABEL)
 }
 
-/// A waiting Job of `tool`'s pool this replica can claim, with its pod: started with this
-/// replica's key from the tool's current generation, owned by the tool, its pod waiting.
-pub fn pick(ctx: &Context, tool: &McpTool) -> Option<(Job, Pod)> {
-    let caches = ctx.caches.get().filter(|c| cache::ready(&c.jobs))?;
-    let namespace = tool.namespace()?;
-    let uid = tool.uid()?;
-    let pool = label_value(&tool.name_any())?;
+/// The Jobs of `tool`'s pool this replica can claim, with their pods: started with this
+/// replica's key from the tool's current generation, owned by the tool, not being deleted.
+fn claimable(ctx: &Context, tool: &McpTool) -> Vec<(Job, Vec<Pod>)> {
+    let Some(caches) = ctx.caches.get().filter(|c| cache::ready(&c.jobs)) else {
+        return Vec::new();
+    };
+    let (Some(namespace), Some(uid)) = (tool.namespace(), tool.uid()) else {
+        return Vec::new();
+    };
+    let Some(pool) = label_value(&tool.name_any()) else {
+        return Vec::new();
+    };
     let generation = tool.metadata.generation.unwrap_or_default().to_string();
     caches
         .jobs
@@ -88,7 +98,7 @@ pub fn pick(ctx: &Context, tool: &McpTool) -> Option<(Job, Pod)> {
         .into_iter()
         .filter(|j| j.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|j| j.labels().get(WARM_POOL_LABEL) == Some(&pool))
-        .filter(|j| !super::session::is_session(j))
+        .filter(|j| !super::session::is_session(j) && j.metadata.deletion_timestamp.is_none())
         .filter(|j| {
             j.owner_references()
                 .iter()
@@ -98,13 +108,47 @@ pub fn pick(ctx: &Context, tool: &McpTool) -> Option<(Job, Pod)> {
             j.annotations().get(WARM_KEY_ANNOTATION).map(String::as_str) == Some(ctx.warm.key.id())
         })
         .filter(|j| j.annotations().get(WARM_GENERATION_ANNOTATION) == Some(&generation))
-        .find_map(|j| {
+        .map(|j| {
             let pods = caches
                 .pods_by_job
                 .pods(&caches.pods, &namespace, &j.name_any());
-            let pod = pods.into_iter().find(waiting)?;
-            Some((Job::clone(&j), pod))
+            (Job::clone(&j), pods)
         })
+        .collect()
+}
+
+/// A waiting Job of `tool`'s pool the task with `uid` can claim, with its pod: claimable
+/// ([`claimable`]), its pod waiting, not reserved for another call ([`super::starting`]).
+pub fn pick(ctx: &Context, tool: &McpTool, uid: &str) -> Option<(Job, Pod)> {
+    claimable(ctx, tool).into_iter().find_map(|(job, pods)| {
+        let pod = pods.into_iter().find(waiting)?;
+        let other = super::starting::reserved_for_other(ctx, &job.name_any(), uid);
+        (!other).then_some((job, pod))
+    })
+}
+
+/// The claimable Jobs of `tool`'s pool whose pod is on its way, oldest first: no pod waits
+/// yet, the Job is admitted (not suspended) and has not ended, and no pod of it ended.
+pub fn starting(ctx: &Context, tool: &McpTool) -> Vec<(Job, Vec<Pod>)> {
+    let mut jobs: Vec<(Job, Vec<Pod>)> = claimable(ctx, tool)
+        .into_iter()
+        .filter(|(job, pods)| {
+            let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+            let ended = job.status.as_ref().is_some_and(|s| {
+                s.succeeded.unwrap_or(0) > 0
+                    || s.failed.unwrap_or(0) > 0
+                    || s.completion_time.is_some()
+            });
+            let pod_ended = pods.iter().any(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                matches!(phase, Some("Succeeded" | "Failed"))
+                    || p.metadata.deletion_timestamp.is_some()
+            });
+            !suspended && !ended && !pod_ended && !pods.iter().any(waiting)
+        })
+        .collect();
+    jobs.sort_by_key(|(job, _)| job.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    jobs
 }
 
 /// What taking a Job came to.
@@ -162,6 +206,7 @@ pub async fn take_with(
         .and_then(|s| s.start_time.as_ref())
         .map_or(0, |t| Timestamp::now().duration_since(t.0).as_secs().max(0));
     metadata["resourceVersion"] = json!(job.resource_version());
+    metadata["annotations"][CLAIMED_AT_ANNOTATION] = json!(Timestamp::now().to_string());
     let patch = json!({
         "metadata": metadata,
         "spec": {"activeDeadlineSeconds": deadline.map(|d| d.saturating_add(waited))},
@@ -176,6 +221,15 @@ pub async fn take_with(
         Err(kube::Error::Api(s)) if [404, 409, 422].contains(&s.code) => Ok(Taken::Lost),
         Err(e) => Err(Error::kube(KubeOp::Patch, "Job", name, e)),
     }
+}
+
+/// Whether the task that took `job` took it more than [`CLAIM_TIMEOUT`] before `now` (a Job
+/// with no time of its taking, or an unreadable one, counts as just taken).
+pub fn overdue(job: &Job, now: Timestamp) -> bool {
+    job.annotations()
+        .get(CLAIMED_AT_ANNOTATION)
+        .and_then(|t| t.parse::<Timestamp>().ok())
+        .is_some_and(|at| now.duration_since(at) > CLAIM_TIMEOUT)
 }
 
 /// What handing the task to the pod came to.
@@ -328,5 +382,23 @@ mod tests {
         let plain: serde_json::Value =
             serde_json::from_str(&claim_body("t-1", &env, None, None)).unwrap();
         assert!(plain["env"].get("MCP_MESSAGE_NONCE").is_none());
+    }
+
+    #[test]
+    fn a_claim_is_overdue_past_the_claim_timeout_from_its_take() {
+        let taken: Timestamp = "2026-12-07T10:00:00Z".parse().unwrap();
+        let mut job = Job::default();
+        // Never taken (or taken by an operator that wrote no time): never overdue.
+        assert!(!overdue(&job, taken));
+        job.annotations_mut()
+            .insert(CLAIMED_AT_ANNOTATION.into(), taken.to_string());
+        assert!(!overdue(&job, taken + CLAIM_TIMEOUT));
+        assert!(overdue(
+            &job,
+            taken + CLAIM_TIMEOUT + SignedDuration::from_secs(1)
+        ));
+        job.annotations_mut()
+            .insert(CLAIMED_AT_ANNOTATION.into(), "yesterday".into());
+        assert!(!overdue(&job, taken + SignedDuration::from_hours(48)));
     }
 }

@@ -17,6 +17,7 @@ pub mod job;
 pub mod key;
 pub mod plan;
 pub mod session;
+pub mod starting;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -66,7 +67,11 @@ pub struct Warm {
         hyper_util::client::legacy::connect::HttpConnector,
         http_body_util::Full<bytes::Bytes>,
     >,
-    calls: Mutex<HashMap<ToolKey, VecDeque<Instant>>>,
+    /// Each tool's calls of the last minute: when, and the task (counted once however often
+    /// its claim is tried).
+    calls: Mutex<HashMap<ToolKey, VecDeque<(Instant, String)>>>,
+    /// Calls waiting for a starting pod ([`starting`]).
+    reservations: Mutex<starting::Reservations>,
     backoff: Mutex<HashMap<ToolKey, (u32, Instant)>>,
     seeds: Mutex<HashMap<String, crate::controller::mcp_task::follow::Resume>>,
     rounds: UnboundedSender<ObjectRef<DeserializeGuard<McpTool>>>,
@@ -89,6 +94,7 @@ impl Warm {
             key,
             http: claim::http_client(),
             calls: Mutex::default(),
+            reservations: Mutex::default(),
             backoff: Mutex::default(),
             seeds: Mutex::default(),
             rounds,
@@ -96,23 +102,28 @@ impl Warm {
         }
     }
 
-    /// Counts a call of the tool `name` in `namespace` (claimed or started cold) and asks for
-    /// a round of its pool.
-    pub fn called(&self, namespace: &str, name: &str) {
+    /// Counts the call of the task with `uid` to the tool `name` in `namespace` (claimed or
+    /// started cold; once, however often it is tried) and asks for a round of its pool.
+    pub fn called(&self, namespace: &str, name: &str, uid: &str) {
         let now = Instant::now();
         let mut calls = lock(&self.calls);
         let seen = calls
             .entry((namespace.to_owned(), name.to_owned()))
             .or_default();
-        seen.push_back(now);
         while seen
             .front()
-            .is_some_and(|t| now.duration_since(*t) > CALL_WINDOW)
+            .is_some_and(|(t, _)| now.duration_since(*t) > CALL_WINDOW)
         {
             seen.pop_front();
         }
+        let new = !seen.iter().any(|(_, u)| u == uid);
+        if new {
+            seen.push_back((now, uid.to_owned()));
+        }
         drop(calls);
-        self.round(namespace, name);
+        if new {
+            self.round(namespace, name);
+        }
     }
 
     /// Where the follower of the task with `uid` starts in its session's log (once).
@@ -150,7 +161,7 @@ impl Warm {
         let now = Instant::now();
         lock(&self.calls).get(key).map_or(0, |seen| {
             seen.iter()
-                .filter(|t| now.duration_since(**t) <= CALL_WINDOW)
+                .filter(|(t, _)| now.duration_since(*t) <= CALL_WINDOW)
                 .count()
         })
     }

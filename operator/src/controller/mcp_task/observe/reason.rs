@@ -66,6 +66,9 @@ pub enum FailureReason {
     NotAdmitted,
     /// The task waited for the client's answers longer than its input timeout.
     InputTimeout,
+    /// The warm pod the task claimed did not answer the claim within the claim timeout;
+    /// whether the tool started is unknown, so the call was not started again.
+    ClaimUnanswered,
 }
 
 impl FailureReason {
@@ -101,6 +104,7 @@ impl FailureReason {
             Self::NotAdmitted => "NotAdmitted",
             Self::InputTimeout => "InputTimeout",
             Self::ToolChanged => "ToolChanged",
+            Self::ClaimUnanswered => "ClaimUnanswered",
         }
     }
 
@@ -163,6 +167,7 @@ impl FailureReason {
                 "Nobody answered the task's input requests within its input \
                                    timeout"
             }
+            Self::ClaimUnanswered => "The warm pod claimed for the task did not answer its claim",
         }
     }
 
@@ -183,6 +188,7 @@ impl FailureReason {
                 | Self::StartTimeout
                 | Self::NotAdmitted
                 | Self::InputTimeout
+                | Self::ClaimUnanswered
         )
     }
 }

@@ -130,6 +130,11 @@ pub async fn step<'a>(
             },
             warm::Warm::Again(action) => Ensured::Stop(action),
             warm::Warm::Cold => Ensured::Stop(Action::requeue(STALE_RETRY)),
+            warm::Warm::Unanswered(detail) => Ensured::Finish {
+                task: Cow::Borrowed(task),
+                decision: warm::unanswered(detail),
+                poll: None,
+            },
         });
     }
     // A task's Job is named after it, unless it claimed a warm one.
@@ -185,6 +190,13 @@ pub async fn step<'a>(
                             break;
                         }
                         warm::Warm::Again(action) => return Ok(Ensured::Stop(action)),
+                        warm::Warm::Unanswered(detail) => {
+                            return Ok(Ensured::Finish {
+                                task,
+                                decision: warm::unanswered(detail),
+                                poll: None,
+                            });
+                        }
                         warm::Warm::Cold => {}
                     }
                 }

@@ -5,17 +5,20 @@
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use mcp_task_operator_crds::{McpTask, McpTool};
 
 use super::super::build::contract_values;
-use super::super::observe::{runs_in, tool_container_name};
+use super::super::observe::{FailureReason, runs_in, tool_container_name};
+use super::super::outcome::{Decision, Outcome, SideEffect};
 use super::super::{apply, cache, nonce};
 use super::{Ids, STALE_RETRY};
 use crate::context::Context;
 use crate::controller::warm_pool::claim::{self, HandedOver, Launcher, Taken};
 use crate::controller::warm_pool::session;
+use crate::controller::warm_pool::starting::{self, Starting};
 use crate::error::Result;
 
 /// How soon a run looks again at a claim it could not finish (a pod that did not answer, a Job
@@ -33,18 +36,45 @@ pub enum Warm {
     Cold,
     /// Look again (the record, the Job or the pod changed under this run).
     Again(Action),
+    /// The claimed pod has not answered for [`claim::CLAIM_TIMEOUT`]: whether the tool started
+    /// is unknown, so the task fails (the detail says why) and its Job goes ([`unanswered`]).
+    Unanswered(String),
+}
+
+/// What a task whose claimed pod never answered ([`Warm::Unanswered`]) comes to: it fails
+/// `ClaimUnanswered`, and the Job it claimed (a pool pod's, or its caller's session) is
+/// deleted. Never started again elsewhere: the tool may have started, and a call runs once.
+pub fn unanswered(detail: String) -> Decision {
+    Decision::with(
+        Outcome::failure(FailureReason::ClaimUnanswered, Some(detail)),
+        SideEffect::DeleteJob,
+    )
 }
 
 /// Claims a waiting pod of `tool`'s pool for `task`, whose cold Job would be `desired`.
 pub async fn claim(task: &McpTask, tool: &McpTool, desired: &Job, ctx: &Context) -> Result<Warm> {
-    ctx.warm
-        .called(&task.namespace().unwrap_or_default(), &tool.name_any());
+    let uid = task.uid().unwrap_or_default();
+    ctx.warm.called(
+        &task.namespace().unwrap_or_default(),
+        &tool.name_any(),
+        &uid,
+    );
     let reuse = session::reuses(tool);
-    // The caller's idle session first (its server keeps the caller's state), then a pool pod.
+    // The caller's idle session first (its server keeps the caller's state), then a pool pod,
+    // then one that is starting.
     let picked = match reuse {
-        true => session::pick(ctx, tool, task).or_else(|| claim::pick(ctx, tool)),
-        false => claim::pick(ctx, tool),
+        true => session::pick(ctx, tool, task).or_else(|| claim::pick(ctx, tool, &uid)),
+        false => claim::pick(ctx, tool, &uid),
     };
+    let picked = match picked {
+        Some(picked) => Some(picked),
+        None => match starting::wait(ctx, tool, &uid).await {
+            Starting::Ready(job, pod) => Some((*job, *pod)),
+            Starting::Wait => return Ok(Warm::Again(Action::requeue(starting::STARTING_POLL))),
+            Starting::No => None,
+        },
+    };
+    starting::done(ctx, &uid);
     let Some((job, pod)) = picked else {
         return Ok(Warm::Cold);
     };
@@ -147,10 +177,29 @@ async fn hand_over(
         }
     }
     // A session busy with its last call a moment longer, or that did not answer: the next run
-    // hands over again (the launcher runs a task once, however often it is handed over).
+    // hands over again (the launcher runs a task once, however often it is handed over), for
+    // at most the claim timeout from the take.
+    let overdue = claim::overdue(&job, Timestamp::now());
+    let unanswered = |why: &str| {
+        Warm::Unanswered(format!(
+            "the pod {} of Job {name} did not answer the task's claim for {} s ({why}); \
+             whether the tool started is unknown, so the call was not started again",
+            pod.name_any(),
+            claim::CLAIM_TIMEOUT.as_secs(),
+        ))
+    };
     if in_session {
         return match last {
             HandedOver::Refused(why) if !why.contains("busy") => give_back(task, ctx, &job).await,
+            // Still busy with an ended call: the session is stuck and ends; nothing of this
+            // call ran there, so it starts again (a pool pod, or cold).
+            HandedOver::Refused(why) if overdue => {
+                tracing::info!(job = %name, %why, "ending a session stuck in an ended call");
+                let namespace = job.namespace().unwrap_or_default();
+                apply::delete_job(&ctx.client, &namespace, &name).await?;
+                erase(task, ctx).await
+            }
+            HandedOver::NoAnswer(why) if overdue => Ok(unanswered(&why)),
             _ => Ok(Warm::Again(Action::requeue(CLAIM_RETRY))),
         };
     }
@@ -163,6 +212,7 @@ async fn hand_over(
             give_back(task, ctx, &job).await
         }
         Launcher::Claimed => Ok(Warm::Claimed(job)),
+        Launcher::Unknown if overdue => Ok(unanswered(&format!("{last:?}"))),
         Launcher::Unknown => Ok(Warm::Again(Action::requeue(CLAIM_RETRY))),
     }
 }
