@@ -13,8 +13,12 @@
 //! the Lease over only a lease duration after the renewal, so a write that passes the fence
 //! reaches the API server with at least `lease duration - renew deadline` to spare.
 //!
-//! What the fence cannot stop, the API server does: a pause between the check and the request's
-//! first byte on the wire is not seen here, so a terminal task's result and error are immutable
+//! Writes go on connections of their own, which check the fence again each time they are
+//! polled, before they move bytes ([`FencedExecutor`]): a write that passed [`FenceLayer`] and
+//! then waited in the client (the process frozen in between) is not sent once the hold is stale.
+//!
+//! What the fence cannot stop, the API server does: a pause between a connection's check and
+//! its write (within one poll) is not seen here, so a terminal task's result and error are immutable
 //! in the CRD's own validation rules, a Job is created only after its record in the task's
 //! status was written with a resourceVersion precondition (`apply::record_job`), and the
 //! Lease itself is renewed with one (`leader::try_hold`). See docs/RELIABILITY.md.
@@ -132,19 +136,91 @@ pub fn is_mutating<B>(request: &Request<B>) -> bool {
 }
 
 /// The controllers' client: [`crate::deadline::client`]'s deadline and counting, with every
-/// mutating call checked against `fence` last, immediately before it is sent.
+/// mutating call checked against `fence` last, immediately before it is sent, and sent on a
+/// connection of the writes' own that checks the fence again each time it is about to move
+/// bytes ([`FencedExecutor`]). Reads (lists, watches) go on connections of their own.
 pub fn client(
     config: kube::Config,
     timeout: Duration,
     metrics: Arc<crate::metrics::Metrics>,
     fence: Arc<Fence>,
 ) -> kube::Result<kube::Client> {
-    let builder = ClientBuilder::try_from(config)?;
-    Ok(builder
-        .with_layer(&FenceLayer(fence))
-        .with_layer(&crate::deadline::DeadlineLayer(timeout))
-        .with_layer(&crate::api_count::CountLayer(metrics))
-        .build())
+    let default_namespace = config.default_namespace.clone();
+    let reads = ClientBuilder::try_from(config.clone())?.build();
+    let executor = FencedExecutor(Arc::clone(&fence));
+    let writes = ClientBuilder::try_from((config, executor))?.build();
+    Ok(
+        ClientBuilder::new(ByMethod { reads, writes }, default_namespace)
+            .with_layer(&FenceLayer(fence))
+            .with_layer(&crate::deadline::DeadlineLayer(timeout))
+            .with_layer(&crate::api_count::CountLayer(metrics))
+            .build(),
+    )
+}
+
+/// Sends mutating requests ([`is_mutating`]) with `writes`, the rest with `reads`.
+#[derive(Clone)]
+pub struct ByMethod {
+    reads: kube::Client,
+    writes: kube::Client,
+}
+
+impl Service<Request<KubeBody>> for ByMethod {
+    type Response = axum::http::Response<KubeBody>;
+    type Error = kube::Error;
+    type Future = Pin<Box<dyn Future<Output = kube::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Each client waits for its own readiness in `send`.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<KubeBody>) -> Self::Future {
+        let client = match is_mutating(&request) {
+            true => self.writes.clone(),
+            false => self.reads.clone(),
+        };
+        Box::pin(async move { client.send(request).await })
+    }
+}
+
+/// Runs the connections of the writes' client, each checking the fence every time it is
+/// polled, before it moves any bytes: a connection polled while the fence is closed is dropped
+/// (its request fails), so a write that passed [`FenceLayer`] and then waited (the process
+/// frozen before the bytes left) is not sent after the Lease went stale. What remains is the
+/// time between one poll's check and its write, and bytes the kernel holds already (those reach
+/// the API server while the process is stopped, before a standby can take over).
+#[derive(Debug, Clone)]
+pub struct FencedExecutor(pub Arc<Fence>);
+
+/// A future hyper hands its executor: a connection, or a connect finishing in the background.
+type Spawned = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl hyper::rt::Executor<Spawned> for FencedExecutor {
+    fn execute(&self, future: Spawned) {
+        tokio::spawn(FencedConnection {
+            fence: Arc::clone(&self.0),
+            inner: future,
+        });
+    }
+}
+
+/// A connection of the writes' client, polled only while the fence is open.
+struct FencedConnection {
+    fence: Arc<Fence>,
+    inner: Spawned,
+}
+
+impl Future for FencedConnection {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Err(age) = self.fence.check() {
+            tracing::warn!(%age, "closing a write connection: the leader Lease is not fresh");
+            return Poll::Ready(());
+        }
+        self.inner.as_mut().poll(cx)
+    }
 }
 
 /// A tower layer refusing mutating requests while the [`Fence`] is not open.

@@ -133,3 +133,75 @@ fn only_get_head_and_options_are_reads() {
         assert_eq!(is_mutating(&request(method.clone())), mutating, "{method}");
     }
 }
+
+/// Serves one connection on loopback: answers every request `200` and counts the bytes that
+/// arrived; returns the address and the count once the client hangs up.
+async fn counting_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<usize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let address = listener.local_addr().expect("an address");
+    let served = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("a connection");
+        let mut seen = 0;
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = socket.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            seen += n;
+            let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+            let _ = socket.write_all(reply).await;
+        }
+        seen
+    });
+    (address, served)
+}
+
+/// A write that passed the fence's check and then waited (here: not polled until the fence
+/// closed, as a frozen process's would be) never reaches the server: its connection checks the
+/// fence before it moves a byte.
+#[tokio::test]
+async fn a_write_connection_first_polled_after_the_fence_closed_sends_nothing() {
+    use http_body_util::Full;
+    use hyper_util::client::legacy::Client as HttpClient;
+    use hyper_util::client::legacy::connect::HttpConnector;
+
+    let fence = Arc::new(Fence::new(RENEW_DEADLINE));
+    fence.renewed(Instant::now());
+    let client: HttpClient<HttpConnector, Full<bytes::Bytes>> =
+        hyper_util::client::legacy::Builder::new(FencedExecutor(Arc::clone(&fence)))
+            .build(HttpConnector::new());
+    let post = |address: std::net::SocketAddr| {
+        Request::post(format!(
+            "http://{address}/apis/batch/v1/namespaces/tools/jobs"
+        ))
+        .body(Full::new(bytes::Bytes::from_static(b"{\"kind\":\"Job\"}")))
+        .expect("a request")
+    };
+    // While the fence is open, a write goes out and is answered.
+    let (address, served) = counting_server().await;
+    let answered = client
+        .request(post(address))
+        .await
+        .expect("sent while open");
+    assert_eq!(answered.status(), 200);
+    drop(client);
+    assert!(served.await.expect("served") > 0);
+
+    let client: HttpClient<HttpConnector, Full<bytes::Bytes>> =
+        hyper_util::client::legacy::Builder::new(FencedExecutor(Arc::clone(&fence)))
+            .build(HttpConnector::new());
+    let (address, served) = counting_server().await;
+    let pending = client.request(post(address));
+    // The Lease goes stale before the request's connection ever runs.
+    fence.close();
+    let failed = pending.await.expect_err("refused once the fence closed");
+    drop(client);
+    assert_eq!(
+        served.await.expect("served"),
+        0,
+        "bytes reached the server: {failed}"
+    );
+}

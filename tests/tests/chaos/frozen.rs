@@ -13,7 +13,10 @@
 //! controllers, or the election loop that makes it exit): so the freeze is repeated with a new
 //! pair of replicas up to [`CYCLES`] times. Before the fence, the woken leader wrote within
 //! three cycles in each of 3 runs: the Job of a task the standby had cancelled (its record was
-//! written before the freeze), a `JobCreated` Event; with the fence, never.
+//! written before the freeze), a `JobCreated` Event; with the fence, never. With the fence
+//! checked only when a request entered the client, an Event made before the freeze still
+//! landed after the wake once in CI (a request past the check, not yet on the wire); the write
+//! connections now check the fence before they move bytes, and such a request fails instead.
 
 use std::collections::BTreeMap;
 
@@ -73,6 +76,15 @@ async fn a_frozen_leader_writes_nothing_after_it_wakes() {
                 wake.writes.is_empty(),
                 "cycle {cycle}: the woken leader wrote after it lost the Lease:\n{}",
                 wake.writes.join("\n")
+            );
+            // Sent before the freeze but still in the client when it came: the write
+            // connections check the fence before they move bytes (`FencedExecutor`), so these
+            // never reach the API server either.
+            assert!(
+                wake.in_flight.is_empty(),
+                "cycle {cycle}: requests the woken leader made before its freeze landed after \
+                 its wake: {:?}",
+                wake.in_flight
             );
         }
         eprintln!(
