@@ -37,12 +37,9 @@ pub async fn main(command: &str, args: &[String], dir: &Path, limits: Limits) ->
         Err(code) => return code,
     };
     let limits = Limits {
-        elicitation: None,
-        sampling: false,
-        roots: false,
         // A cancelled call ends once the server is told, and the server is kept for the next.
         cancel_grace: Duration::ZERO,
-        ..limits
+        ..limits.declaring_nothing()
     };
     let unclaimed = Contract::unclaimed(dir);
     let deadline = Instant::now() + config.max_wait;

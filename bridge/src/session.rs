@@ -112,6 +112,19 @@ pub struct Limits {
     pub roots: bool,
 }
 
+impl Limits {
+    /// These limits with no client capability declared: a warm server starts before any call,
+    /// so it cannot know its caller's (`docs/tool-contract.md`, "Warm pods").
+    pub fn declaring_nothing(self) -> Self {
+        Self {
+            elicitation: None,
+            sampling: false,
+            roots: false,
+            ..self
+        }
+    }
+}
+
 /// How a session ended, already reported through the contract.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ended {

@@ -26,12 +26,7 @@ pub async fn main(command: &str, args: &[String], dir: &Path, limits: Limits) ->
         Err(code) => return code,
     };
     let deadline = Instant::now() + config.max_wait;
-    let limits = Limits {
-        elicitation: None,
-        sampling: false,
-        roots: false,
-        ..limits
-    };
+    let limits = limits.declaring_nothing();
     let unclaimed = Contract::unclaimed(dir);
     let (mut server, init) =
         match start_initialized(command, args, &unclaimed, limits, deadline, &mut signals).await {

@@ -99,6 +99,38 @@ async fn ready_warm_job(client: &Client, ns: &str, tool: &str, not: &[String]) -
     }
 }
 
+/// An operator for `ns` and the echo tool's pool (one pod); returns the operator and the Job
+/// of the pool's ready pod.
+async fn echo_pool(client: &Client, ns: &str) -> (Operator, String) {
+    let operator = start_operator(ns, "operator-0", &[]).await;
+    create_tool(client, ns, &pooled("echo", ECHO, json!({}))).await;
+    let warm = ready_warm_job(client, ns, "echo", &[]).await;
+    (operator, warm)
+}
+
+/// The pods of the Job `name`.
+async fn pods_of(client: &Client, ns: &str, name: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = format!("batch.kubernetes.io/job-name={name}");
+    let listed = pods.list(&ListParams::default().labels(&selector)).await;
+    listed.expect("list pods").items
+}
+
+/// Waits until the Job `name` is gone or being deleted.
+async fn wait_job_deleted(client: &Client, ns: &str, name: &str) {
+    let begun = Instant::now();
+    while job(client, ns, name)
+        .await
+        .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
+    {
+        assert!(
+            begun.elapsed() < WAIT,
+            "the claimed Job {name} was not deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn job(client: &Client, ns: &str, name: &str) -> Option<Job> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
     jobs.get_opt(name).await.expect("get Job")
@@ -123,9 +155,7 @@ fn job_name_of(task: &mcp_task_operator_crds::McpTask) -> String {
 async fn a_call_claims_a_waiting_pod_that_held_no_task_data_and_runs_there_alone() {
     mcp_task_operator_harness::with_temp_ns("warm-claim", |client, ns| async move {
         mcp_task_operator_harness::ensure_crds(&client).await;
-        let _operator = start_operator(&ns, "operator-0", &[]).await;
-        create_tool(&client, &ns, &pooled("echo", ECHO, json!({}))).await;
-        let warm = ready_warm_job(&client, &ns, "echo", &[]).await;
+        let (_operator, warm) = echo_pool(&client, &ns).await;
         // The waiting pod knows nothing of any task.
         let waiting = job(&client, &ns, &warm).await.expect("the warm Job");
         let pod = waiting
@@ -240,17 +270,7 @@ async fn a_claimed_tool_that_ignores_its_cancel_is_stopped_after_the_grace() {
         // The claimed Job (not one named after the task) is deleted once the grace is over.
         let ended = wait_status(&client, &ns, &id, TaskStatus::Cancelled).await;
         assert_eq!(job_name_of(&ended), warm);
-        let begun = Instant::now();
-        while job(&client, &ns, &warm)
-            .await
-            .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
-        {
-            assert!(
-                begun.elapsed() < WAIT,
-                "the claimed Job {warm} was not deleted"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_job_deleted(&client, &ns, &warm).await;
     })
     .await;
 }
@@ -296,17 +316,9 @@ async fn a_call_that_finds_the_pools_pod_starting_waits_for_it_instead_of_starti
 async fn a_waiting_pod_that_dies_is_replaced_and_never_handed_to_a_task() {
     mcp_task_operator_harness::with_temp_ns("warm-dies", |client, ns| async move {
         mcp_task_operator_harness::ensure_crds(&client).await;
-        let _operator = start_operator(&ns, "operator-0", &[]).await;
-        create_tool(&client, &ns, &pooled("echo", ECHO, json!({}))).await;
-        let warm = ready_warm_job(&client, &ns, "echo", &[]).await;
+        let (_operator, warm) = echo_pool(&client, &ns).await;
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("batch.kubernetes.io/job-name={warm}");
-        for pod in pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .unwrap()
-            .items
-        {
+        for pod in pods_of(&client, &ns, &warm).await {
             pods.delete(&pod.name_any(), &DeleteParams::default().grace_period(0))
                 .await
                 .expect("delete the waiting pod");
@@ -434,13 +446,8 @@ async fn a_new_leader_with_the_shared_key_keeps_claimed_and_waiting_pods() {
 async fn a_claimed_pod_that_never_answers_fails_its_task_within_the_claim_timeout() {
     mcp_task_operator_harness::with_temp_ns("warm-mute", |client, ns| async move {
         mcp_task_operator_harness::ensure_crds(&client).await;
-        let _operator = start_operator(&ns, "operator-0", &[]).await;
-        create_tool(&client, &ns, &pooled("echo", ECHO, json!({}))).await;
-        let warm = ready_warm_job(&client, &ns, "echo", &[]).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("batch.kubernetes.io/job-name={warm}");
-        let listed = pods.list(&ListParams::default().labels(&selector)).await;
-        let pod = listed.expect("list pods").items.remove(0);
+        let (_operator, warm) = echo_pool(&client, &ns).await;
+        let pod = pods_of(&client, &ns, &warm).await.remove(0);
         // The launcher stops: its port still takes connections (the kernel's backlog), and
         // nothing answers them, the claim nor the readiness probe. The call comes before the
         // kubelet's next probe (1 s) marks the pod unready, so it claims that pod.
@@ -464,17 +471,7 @@ async fn a_claimed_pod_that_never_answers_fails_its_task_within_the_claim_timeou
             done.status
         );
         // Whether the tool started is unknown: its Job is deleted, the call never runs again.
-        let begun = Instant::now();
-        while job(&client, &ns, &warm)
-            .await
-            .is_some_and(|j| j.metadata.deletion_timestamp.is_none())
-        {
-            assert!(
-                begun.elapsed() < WAIT,
-                "the claimed Job {warm} was not deleted"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_job_deleted(&client, &ns, &warm).await;
         let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let of_task = format!("{}={id}", mcp_task_operator_crds::TASK_LABEL);
         let listed = jobs.list(&ListParams::default().labels(&of_task)).await;
