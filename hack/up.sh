@@ -90,6 +90,7 @@ mcp-task-operator is running in namespace $NS.
   export KUBECONFIG=$KUBECONFIG PATH=$MTO_BIN:\$PATH
   kubectl get mcp -n $NS                       # servers, tools and tasks
   kubectl describe mcptask -n $NS <task-id>    # the task's story in Events
-  kubectl logs -n $NS job/<task-id>            # the tool's output
+  kubectl logs -n $NS job/\$(kubectl get mcptask -n $NS <task-id> -o jsonpath='{.status.jobName}')
+                                               # the tool's output (a warm pod's Job has its own name)
   make cluster-down                            # stop everything
 MSG
