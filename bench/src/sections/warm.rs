@@ -165,15 +165,18 @@ pub async fn run(bench: Bench<'_>, section: &mut Section) -> Result<(), String> 
         config.bridge_image
     ));
 
-    let settings = steady::Settings {
-        limit: LIMIT,
-        work: WORK,
-        warmup: LOAD_WARMUP,
-        window: config.warm_load_time,
-    };
-    let steady_tool = setup::tool_object(&client, ns, STEADY).await?;
-    let outcome = steady::run(&client, ns, &mcp, &steady_tool, settings).await?;
-    section.tables.push(table::load_table(&settings, &outcome));
+    for load in steady::LOADS {
+        let settings = steady::Settings {
+            load,
+            limit: LIMIT,
+            work: WORK,
+            warmup: LOAD_WARMUP,
+            window: config.warm_load_time,
+        };
+        let steady_tool = setup::tool_object(&client, ns, STEADY).await?;
+        let outcome = steady::run(&client, ns, &mcp, &steady_tool, settings).await?;
+        section.tables.push(table::load_table(&settings, &outcome));
+    }
     drop(frontend);
     Ok(())
 }

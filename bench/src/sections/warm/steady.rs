@@ -1,6 +1,6 @@
 //! The pool under a steady load: `tools/call`s of one tool arriving as a Poisson process at
-//! [`LOAD`] of what the tool's `maxConcurrentTasks` allows (arrival rate × the tool's work time =
-//! 0.8 × the limit), the pool's waiting pods sampled every second. A call hit the pool when its
+//! a share of what the tool's `maxConcurrentTasks` allows (arrival rate × the tool's work time =
+//! [`LOADS`] × the limit), the pool's waiting pods sampled every second. A call hit the pool when its
 //! task ran in a claimed Job (`status.jobName` is not the task's own name: a cold Job is named
 //! after its task).
 
@@ -16,8 +16,9 @@ use tokio::task::JoinSet;
 
 use super::setup::{STEADY, pool_state};
 
-/// The offered load, as a share of the tool's limit.
-pub const LOAD: f64 = 0.8;
+/// The offered loads, as shares of the tool's limit: the goal's 80 %, and 50 %, where the
+/// pool has the slots the calls leave to refill in (a warm pod holds a slot while it starts).
+pub const LOADS: [f64; 2] = [0.8, 0.5];
 /// How often the pool is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// The width of one slice of the hit timeline.
@@ -26,6 +27,8 @@ pub const SLICE: Duration = Duration::from_secs(15);
 /// The load point's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
+    /// The offered load, a share of the limit.
+    pub load: f64,
     /// The tool's `maxConcurrentTasks` (and its pool's `maxReady`).
     pub limit: i64,
     /// What each call's tool does: sleep this long.
@@ -39,7 +42,7 @@ pub struct Settings {
 impl Settings {
     /// Calls a second.
     pub fn rate(&self) -> f64 {
-        LOAD * self.limit as f64 / self.work.as_secs_f64()
+        self.load * self.limit as f64 / self.work.as_secs_f64()
     }
 }
 

@@ -93,10 +93,11 @@ pub(super) fn rows(section: &mut Section, calls: &[Vec<Call>; 4], floors: &mut [
 
 /// The load point's table.
 pub(super) fn load_table(settings: &steady::Settings, outcome: &steady::Outcome) -> Section {
-    let mut table = Section::new(
-        "8b. The pool under a steady Poisson load at 80 % of the tool's limit",
-        &["figure", "value", "goal"],
+    let title = format!(
+        "8b. The pool under a steady Poisson load at {:.0} % of the tool's limit",
+        settings.load * 100.0
     );
+    let mut table = Section::new(&title, &["figure", "value", "goal"]);
     let minutes = settings.window.as_secs_f64() / 60.0;
     let per_minute = outcome.calls as f64 / minutes;
     let hit_rate = outcome.hits as f64 / outcome.calls.max(1) as f64 * 100.0;
@@ -167,13 +168,14 @@ pub(super) fn load_table(settings: &steady::Settings, outcome: &steady::Outcome)
     table.note(format!(
         "Tool `{STEADY}`: busybox, notes its start and sleeps {} s; maxConcurrentTasks {}, \
          warmPool minReady 1, maxReady {}; calls through the front end with exponential gaps \
-         at {:.2} a second (0.8 × {} ÷ {} s), {} s unrecorded, then {} s recorded; every \
+         at {:.2} a second ({} × {} ÷ {} s), {} s unrecorded, then {} s recorded; every \
          recorded task followed to its end. A hit ran in a Job of the pool (its status.jobName \
          is not its own name).",
         settings.work.as_secs(),
         settings.limit,
         settings.limit,
         settings.rate(),
+        settings.load,
         settings.limit,
         settings.work.as_secs(),
         settings.warmup.as_secs(),

@@ -70,12 +70,13 @@ pub struct Round {
     pub desired: usize,
 }
 
-/// The pool size the calls call for: one pod per [`CALLS_PER_MINUTE_PER_POD`] calls a minute,
-/// within `minReady..=maxReady`, and never more than the free slots.
+/// The pool size the calls call for: one pod per [`CALLS_PER_MINUTE_PER_POD`] whole calls a
+/// minute (never more than one per ten), within `minReady..=maxReady`, and never more than the
+/// free slots.
 pub fn desired(demand: &Demand<'_>) -> usize {
     let bound = |v: i64| usize::try_from(v).unwrap_or(0);
     let (min, max) = (bound(demand.pool.min_ready), bound(demand.pool.max_ready));
-    let by_calls = demand.calls_last_minute.div_ceil(CALLS_PER_MINUTE_PER_POD);
+    let by_calls = demand.calls_last_minute / CALLS_PER_MINUTE_PER_POD;
     let wanted = by_calls.clamp(min.min(max), max);
     demand.free_slots.map_or(wanted, |free| wanted.min(free))
 }
@@ -164,10 +165,11 @@ mod tests {
         assert_eq!(desired(&demand(&p, 0, None)), 1, "minReady with no calls");
         assert_eq!(desired(&demand(&p, 10, None)), 1);
         assert_eq!(
-            desired(&demand(&p, 11, None)),
+            desired(&demand(&p, 29, None)),
             2,
-            "one pod per ten calls a minute"
+            "at most one pod per ten calls a minute"
         );
+        assert_eq!(desired(&demand(&p, 30, None)), 3);
         assert_eq!(desired(&demand(&p, 500, None)), 5, "never above maxReady");
         assert_eq!(
             desired(&demand(&p, 500, Some(2))),
